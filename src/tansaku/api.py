@@ -1,0 +1,442 @@
+"""The one way in: the CLI (and later the MCP and HTTP servers) call these methods and render
+what they return. Nothing here prints, exits or parses arguments.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from .config import settings
+from .config.contexts import GLOBAL, normalize_context_path
+from .config.masks import expand_masks, validate_collection_name
+from .errors import (
+    CollectionExists,
+    CollectionNotFound,
+    ContextNotFound,
+    IndexCorrupt,
+    IndexSchemaMismatch,
+    PathNotFound,
+    UsageError,
+)
+from .index.progress import ProgressFactory
+from .paths import Locations, locations, virtual_path
+from .store import db
+from .store import documents as store
+from .types import (
+    Collection,
+    CollectionInfo,
+    CollectionUpdate,
+    Context,
+    DocumentSlice,
+    FileEntry,
+    MultiGetResult,
+    Notice,
+    SearchResult,
+    StatusReport,
+    UpdateReport,
+)
+
+
+class Tansaku:
+    def __init__(self, index_name: str | None = None, *, cwd: str | None = None) -> None:
+        self.locations: Locations = locations(index_name)
+        self.cwd = cwd
+
+    # --- config -------------------------------------------------------------------------------
+
+    @property
+    def config_path(self) -> Path:
+        return self.locations.config_file
+
+    @property
+    def index_path(self) -> Path:
+        return self.locations.index_file
+
+    def config(self) -> settings.Config:
+        return settings.load(self.config_path)
+
+    def _collection(self, config: settings.Config, name: str) -> Collection:
+        try:
+            return config.collections[name]
+        except KeyError:
+            known = ", ".join(sorted(config.collections)) or "none yet"
+            raise CollectionNotFound(
+                f"no collection named {name!r} (known: {known})",
+                hint="see `tansaku collection list`",
+            ) from None
+
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[db.Connection]:
+        conn = db.open_read(self.index_path)
+        try:
+            yield conn
+        except db.DatabaseError as exc:
+            raise db.translate(exc, self.index_path) from exc
+        finally:
+            conn.close()
+
+    @contextlib.contextmanager
+    def _writer(self, command: str) -> Iterator[db.Connection]:
+        conn = db.open_write(self.index_path)
+        try:
+            with db.write_lock(conn, self.index_path, command):
+                yield conn
+        except db.DatabaseError as exc:
+            raise db.translate(exc, self.index_path) from exc
+        finally:
+            conn.close()
+
+    # --- collections --------------------------------------------------------------------------
+
+    def add_collection(
+        self,
+        path: str,
+        *,
+        name: str | None = None,
+        masks: Sequence[str] = (),
+        ignore: Sequence[str] = (),
+        dry_run: bool = False,
+        progress: ProgressFactory | None = None,
+    ) -> UpdateReport:
+        root = Path(self.cwd or os.getcwd(), path).expanduser()
+        if not root.exists():
+            raise PathNotFound(f"folder {path!r} does not exist")
+        if not root.is_dir():
+            raise PathNotFound(f"{path!r} is not a folder")
+        root = Path(os.path.realpath(root))
+        name = validate_collection_name(name if name is not None else root.name)
+        collection = Collection(
+            name=name,
+            path=str(root),
+            masks=expand_masks(masks or settings.DEFAULT_MASKS),
+            ignore=expand_masks(ignore) if ignore else (),
+        )
+        config = self.config()
+        if name in config.collections:
+            raise CollectionExists(
+                f"a collection named {name!r} already exists ({config.collections[name].path})",
+                hint="choose another --name, or `tansaku collection remove` the old one",
+            )
+        new_config = config.with_collection(collection)
+        if dry_run:
+            return self._update(new_config, [name], dry_run=True, run_hooks=False, progress=progress)
+        settings.save(self.config_path, new_config)
+        return self._update(new_config, [name], dry_run=False, run_hooks=False, progress=progress)
+
+    def collections(self) -> list[CollectionInfo]:
+        config = self.config()
+        counts, states = self._index_counts()
+        return [
+            CollectionInfo(
+                c, counts.get(c.name, (0, 0))[0], states.get(c.name), counts.get(c.name, (0, 0))[1]
+            )
+            for c in config.collection_list()
+        ]
+
+    def collection(self, name: str) -> CollectionInfo:
+        self._collection(self.config(), name)
+        return next(info for info in self.collections() if info.collection.name == name)
+
+    def _index_counts(self) -> tuple[dict[str, tuple[int, int]], dict[str, str | None]]:
+        if not self.index_path.exists():
+            return {}, {}
+        with self._reader() as conn:
+            return store.collection_counts(conn), store.collection_states(conn)
+
+    def rename_collection(self, old: str, new: str) -> Collection:
+        config = self.config()
+        collection = self._collection(config, old)
+        validate_collection_name(new)
+        if new in config.collections:
+            raise CollectionExists(f"a collection named {new!r} already exists")
+        renamed = replace(collection, name=new)
+        collections = {k: v for k, v in config.collections.items() if k != old}
+        collections[new] = renamed
+        contexts = {_rename_context(k, old, new): v for k, v in config.contexts.items()}
+        if self.index_path.exists():
+            with self._writer("collection rename") as conn:
+                store.rename_collection(conn, old, new)
+        settings.save(self.config_path, replace(config, collections=collections, contexts=contexts))
+        return renamed
+
+    def remove_collection(self, name: str) -> int:
+        """Unregister a collection and drop its index rows. Its files are never touched."""
+        config = self.config()
+        self._collection(config, name)
+        removed = 0
+        if self.index_path.exists():
+            with self._writer("collection remove") as conn:
+                removed = store.delete_collection(conn, name)
+        collections = {k: v for k, v in config.collections.items() if k != name}
+        prefix = virtual_path(name)
+        contexts = {
+            k: v for k, v in config.contexts.items() if not (k == prefix or k.startswith(prefix + "/"))
+        }
+        settings.save(self.config_path, replace(config, collections=collections, contexts=contexts))
+        return removed
+
+    def set_include(self, name: str, include: bool) -> Collection:
+        config = self.config()
+        updated = replace(self._collection(config, name), include=include)
+        settings.save(self.config_path, config.with_collection(updated))
+        return updated
+
+    def set_update_command(self, name: str, command: str | None) -> Collection:
+        config = self.config()
+        updated = replace(self._collection(config, name), update=(command or None))
+        settings.save(self.config_path, config.with_collection(updated))
+        return updated
+
+    # --- indexing -----------------------------------------------------------------------------
+
+    def update(
+        self, names: Sequence[str] = (), *, dry_run: bool = False, progress: ProgressFactory | None = None
+    ) -> UpdateReport:
+        config = self.config()
+        for name in names:
+            self._collection(config, name)
+        chosen = list(dict.fromkeys(names)) or sorted(config.collections)
+        return self._update(config, chosen, dry_run=dry_run, run_hooks=True, progress=progress)
+
+    def _update(
+        self,
+        config: settings.Config,
+        names: Sequence[str],
+        *,
+        dry_run: bool,
+        run_hooks: bool,
+        progress: ProgressFactory | None,
+    ) -> UpdateReport:
+        from .index import runner
+
+        started = time.perf_counter()
+        report = runner.update_collections(
+            self.index_path,
+            [config.collections[n] for n in names],
+            config.max_file_bytes,
+            dry_run=dry_run,
+            run_hooks=run_hooks,
+            progress=progress,
+        )
+        report.took_ms = (time.perf_counter() - started) * 1000
+        if not names:
+            report.warnings.append(
+                Notice(
+                    "NO_COLLECTIONS",
+                    "no collections are configured: add one with `tansaku collection add PATH`",
+                )
+            )
+        return report
+
+    # --- search and retrieval -----------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        collections: Sequence[str] = (),
+        limit: int | None = 5,
+        min_score: float = 0.0,
+        full: bool = False,
+    ) -> SearchResult:
+        from .search.keyword import SearchOptions, search
+
+        config = self.config()
+        warnings: list[Notice] = []
+        if collections:
+            chosen = [self._collection(config, n) for n in dict.fromkeys(collections)]
+        else:
+            chosen = [c for c in config.collection_list() if c.include]
+            excluded = [c.name for c in config.collection_list() if not c.include]
+            if excluded:
+                warnings.append(
+                    Notice(
+                        "EXCLUDED_COLLECTIONS",
+                        f"not searched (excluded): {', '.join(excluded)}; use -c NAME to search one",
+                    )
+                )
+            if not config.collections:
+                warnings.append(
+                    Notice(
+                        "NO_COLLECTIONS",
+                        "no collections are configured: add one with `tansaku collection add PATH`",
+                    )
+                )
+        with self._reader() as conn:
+            return search(
+                conn,
+                query,
+                chosen,
+                config.contexts,
+                SearchOptions(limit=limit, min_score=min_score, full=full),
+                warnings,
+            )
+
+    def get(
+        self,
+        ref: str,
+        *,
+        from_line: int | None = None,
+        max_lines: int | None = None,
+        max_bytes: int | None = None,
+    ) -> DocumentSlice:
+        from .retrieve.get import DEFAULT_GET_MAX_BYTES, LineRange, resolve, slice_document, split_range
+
+        config = self.config()
+        base, suffix_from, suffix_count = split_range(ref)
+        bounds = LineRange(
+            from_line=from_line or suffix_from or 1,
+            max_lines=max_lines if max_lines is not None else suffix_count,
+            max_bytes=max_bytes or DEFAULT_GET_MAX_BYTES,
+        )
+        with self._reader() as conn:
+            doc = resolve(conn, base, config.collections)
+            return slice_document(conn, doc, config.collections, config.contexts, bounds)
+
+    def multi_get(
+        self, pattern: str, *, max_lines: int | None = None, max_bytes: int | None = None
+    ) -> MultiGetResult:
+        from .retrieve.get import DEFAULT_MULTI_GET_MAX_BYTES, multi_get
+
+        config = self.config()
+        with self._reader() as conn:
+            return multi_get(
+                conn,
+                pattern,
+                config.collections,
+                config.contexts,
+                max_lines,
+                max_bytes or DEFAULT_MULTI_GET_MAX_BYTES,
+            )
+
+    def ls(self, target: str | None = None) -> list[CollectionInfo] | list[FileEntry]:
+        if not target:
+            return self.collections()
+        config = self.config()
+        target = target.removeprefix("tansaku://")
+        name, _, sub = target.strip("/").partition("/")
+        self._collection(config, name)
+        with self._reader() as conn:
+            docs = store.list_documents(conn, name, sub.strip("/"))
+        return [
+            FileEntry(
+                virtual_path=virtual_path(d.collection, d.path),
+                docid=d.hash[:6],
+                size=d.size,
+                modified=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(d.mtime_ns / 1e9)),
+                title=d.title,
+            )
+            for d in docs
+        ]
+
+    # --- contexts -----------------------------------------------------------------------------
+
+    def add_context(self, path: str, text: str) -> Context:
+        if not text.strip():
+            raise UsageError("context text is empty")
+        config = self.config()
+        key = normalize_context_path(path, config.collections, self.cwd)
+        contexts = dict(config.contexts)
+        contexts[key] = text.strip()
+        settings.save(self.config_path, replace(config, contexts=contexts))
+        return Context(key, text.strip())
+
+    def contexts(self) -> list[Context]:
+        return self.config().context_list()
+
+    def remove_context(self, path: str) -> Context:
+        config = self.config()
+        key = path if path in config.contexts else normalize_context_path(path, config.collections, self.cwd)
+        if key not in config.contexts:
+            raise ContextNotFound(f"no context at {key!r}", hint="see `tansaku context list`")
+        contexts = dict(config.contexts)
+        text = contexts.pop(key)
+        settings.save(self.config_path, replace(config, contexts=contexts))
+        return Context(key, text)
+
+    def check_contexts(self) -> list[str]:
+        """Collections and top-level folders that have no context yet (as virtual paths)."""
+        config = self.config()
+        missing: list[str] = []
+        folders: dict[str, set[str]] = {}
+        if self.index_path.exists():
+            with self._reader() as conn:
+                for collection, path in store.all_paths(conn):
+                    if "/" in path:
+                        folders.setdefault(collection, set()).add(path.split("/", 1)[0])
+        for c in config.collection_list():
+            key = virtual_path(c.name)
+            if key not in config.contexts:
+                missing.append(key)
+            for folder in sorted(folders.get(c.name, ())):
+                sub = virtual_path(c.name, folder)
+                if sub not in config.contexts:
+                    missing.append(sub)
+        if GLOBAL not in config.contexts and not missing:
+            return [GLOBAL]
+        return missing
+
+    # --- health -------------------------------------------------------------------------------
+
+    def status(self) -> StatusReport:
+        from .index.runner import pending_summary
+        from .store.migrations import SCHEMA_VERSION
+
+        config = self.config()
+        exists = self.index_path.exists()
+        warnings: list[Notice] = []
+        schema: int | None = None
+        counts: dict[str, tuple[int, int]] = {}
+        states: dict[str, str | None] = {}
+        pending: list[str] = []
+        if not exists:
+            warnings.append(
+                Notice(
+                    "INDEX_MISSING",
+                    f"no index at {self.index_path}: `tansaku collection add PATH` creates it",
+                )
+            )
+        else:
+            try:
+                with self._reader() as conn:
+                    schema = SCHEMA_VERSION
+                    counts, states = store.collection_counts(conn), store.collection_states(conn)
+                    pending = pending_summary(conn, config)
+            except (IndexSchemaMismatch, IndexCorrupt) as exc:
+                warnings.append(Notice(exc.code, exc.message))
+        for c in config.collection_list():
+            if exists and c.name not in states:
+                pending.append(f"{c.name}: never indexed; run `tansaku update -c {c.name}`")
+        infos = tuple(
+            CollectionInfo(
+                c, counts.get(c.name, (0, 0))[0], states.get(c.name), counts.get(c.name, (0, 0))[1]
+            )
+            for c in config.collection_list()
+        )
+        return StatusReport(
+            index_path=str(self.index_path),
+            index_exists=exists,
+            index_bytes=self.index_path.stat().st_size if exists else 0,
+            schema_version=schema,
+            code_schema_version=SCHEMA_VERSION,
+            config_path=str(self.config_path),
+            collections=infos,
+            contexts=tuple(config.context_list()),
+            pending=tuple(pending),
+            warnings=tuple(warnings),
+        )
+
+
+def _rename_context(key: str, old: str, new: str) -> str:
+    prefix = virtual_path(old)
+    if key == prefix or key.startswith(prefix + "/"):
+        return virtual_path(new) + key[len(prefix) :]
+    return key
+
+
+__all__ = ["CollectionUpdate", "Tansaku"]

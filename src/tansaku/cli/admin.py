@@ -1,0 +1,102 @@
+"""`tansaku update`, `tansaku status`, `tansaku context ...`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .common import DelayedProgress, Output, add_format_options, add_index_option, api_for
+
+ADMIN_FORMATS = ("cli", "json")
+
+
+def register(commands: Any) -> None:
+    update = commands.add_parser("update", help="re-index collections (runs their pre-update hooks first)")
+    update.add_argument(
+        "-c",
+        "--collection",
+        action="append",
+        default=[],
+        dest="collections",
+        metavar="NAME",
+        help="only this collection (repeatable); default: all",
+    )
+    update.add_argument(
+        "--dry-run", action="store_true", help="show what would change and which hooks would run"
+    )
+    _common(update, _update)
+
+    _common(commands.add_parser("status", help="index health and what is pending (read-only)"), _status)
+
+    context = commands.add_parser("context", help="notes that tell a reader what a folder is")
+    add_index_option(context)
+    sub = context.add_subparsers(dest="action", metavar="ACTION")
+    sub.required = True
+    add = sub.add_parser("add", help="attach TEXT to PATH ('/', '.', COLLECTION/SUB or tansaku://...)")
+    add.add_argument("args", nargs="+", metavar="[PATH] TEXT")
+    _common(add, _context_add)
+    _common(sub.add_parser("list", help="all contexts, most general first"), _context_list)
+    rm = sub.add_parser("rm", help="remove the context at PATH")
+    rm.add_argument("path")
+    _common(rm, _context_rm)
+    _common(
+        sub.add_parser("check", help="collections and top-level folders without a context"), _context_check
+    )
+
+
+def _common(parser: argparse.ArgumentParser, handler: Any) -> None:
+    add_index_option(parser)
+    add_format_options(parser, ADMIN_FORMATS)
+    parser.set_defaults(handler=handler)
+
+
+def _update(args: argparse.Namespace, out: Output) -> int:
+    progress = DelayedProgress(enabled=sys.stdout.isatty() and out.fmt == "cli")
+    try:
+        report = api_for(args).update(args.collections, dry_run=args.dry_run, progress=progress)
+    finally:
+        progress.close()
+    out.render(report)
+    return 0 if report.ok else 4
+
+
+def _status(args: argparse.Namespace, out: Output) -> int:
+    out.render(api_for(args).status())
+    return 0
+
+
+def _context_add(args: argparse.Namespace, out: Output) -> int:
+    if len(args.args) == 1:
+        path, text = ".", args.args[0]
+    elif len(args.args) == 2:
+        path, text = args.args
+    else:
+        from ..errors import UsageError
+
+        raise UsageError("context add takes [PATH] TEXT: quote the text if it has spaces")
+    context = api_for(args).add_context(path, text)
+    out.render({"path": context.path, "text": context.text, "message": f"context set for {context.path}"})
+    return 0
+
+
+def _context_list(args: argparse.Namespace, out: Output) -> int:
+    out.render(api_for(args).contexts())
+    return 0
+
+
+def _context_rm(args: argparse.Namespace, out: Output) -> int:
+    context = api_for(args).remove_context(args.path)
+    out.render({"path": context.path, "removed": True, "message": f"removed the context at {context.path}"})
+    return 0
+
+
+def _context_check(args: argparse.Namespace, out: Output) -> int:
+    missing = api_for(args).check_contexts()
+    if missing:
+        message = "no context yet for:\n" + "\n".join(f"  {p}" for p in missing)
+        message += "\nadd one with `tansaku context add PATH TEXT`"
+    else:
+        message = "every collection and top-level folder has a context"
+    out.render({"missing": missing, "message": message})
+    return 0

@@ -1,0 +1,147 @@
+"""`tansaku collection ...` and `tansaku ls`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .common import DelayedProgress, Output, add_format_options, add_index_option, api_for
+
+ADMIN_FORMATS = ("cli", "json")
+
+
+def register(commands: Any) -> None:
+    group = commands.add_parser("collection", help="add, list, show, rename, remove collections")
+    add_index_option(group)
+    sub = group.add_subparsers(dest="action", metavar="ACTION")
+    sub.required = True
+
+    add = sub.add_parser("add", help="register a folder as a collection and index it now")
+    add.add_argument("path", help="the folder to index")
+    add.add_argument("--name", help="collection name (default: the folder's name); [A-Za-z0-9_-]")
+    add.add_argument(
+        "--mask",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="files to index (repeatable; comma lists and {a,b} groups; default **/*.md)",
+    )
+    add.add_argument("--ignore", action="append", default=[], metavar="GLOB", help="files or folders to skip")
+    add.add_argument("--dry-run", action="store_true", help="show what would be indexed; change nothing")
+    _common(add, _add)
+
+    _common(sub.add_parser("list", help="list collections"), _list)
+
+    show = sub.add_parser("show", help="everything about one collection")
+    show.add_argument("name")
+    _common(show, _show)
+
+    rename = sub.add_parser("rename", help="rename a collection (its contexts follow)")
+    rename.add_argument("old")
+    rename.add_argument("new")
+    _common(rename, _rename)
+
+    remove = sub.add_parser(
+        "remove", help="unregister a collection and drop its index rows (files untouched)"
+    )
+    remove.add_argument("name")
+    _common(remove, _remove)
+
+    include = sub.add_parser("include", help="search this collection again by default")
+    include.add_argument("name")
+    _common(include, lambda args, out: _set_include(args, out, True))
+
+    exclude = sub.add_parser("exclude", help="skip this collection unless -c names it")
+    exclude.add_argument("name")
+    _common(exclude, lambda args, out: _set_include(args, out, False))
+
+    hook = sub.add_parser(
+        "set-update", help="set the shell command run before this collection is updated (none: clear)"
+    )
+    hook.add_argument("name")
+    hook.add_argument("cmd", nargs="?", default=None, help="run with bash -c in the collection folder")
+    _common(hook, _set_update)
+
+    ls = commands.add_parser("ls", help="list collections, or the files of COLLECTION[/SUB]")
+    ls.add_argument("target", nargs="?", metavar="COLLECTION[/SUB]")
+    _common(ls, _ls)
+
+
+def _common(parser: argparse.ArgumentParser, handler: Any) -> None:
+    add_index_option(parser)
+    add_format_options(parser, ADMIN_FORMATS)
+    parser.set_defaults(handler=handler)
+
+
+def _add(args: argparse.Namespace, out: Output) -> int:
+    progress = DelayedProgress(enabled=sys.stdout.isatty() and out.fmt == "cli")
+    try:
+        report = api_for(args).add_collection(
+            args.path,
+            name=args.name,
+            masks=args.mask,
+            ignore=args.ignore,
+            dry_run=args.dry_run,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    out.render(report)
+    return 0 if report.ok else 4
+
+
+def _list(args: argparse.Namespace, out: Output) -> int:
+    out.render(api_for(args).collections())
+    return 0
+
+
+def _show(args: argparse.Namespace, out: Output) -> int:
+    out.render(api_for(args).collection(args.name))
+    return 0
+
+
+def _rename(args: argparse.Namespace, out: Output) -> int:
+    collection = api_for(args).rename_collection(args.old, args.new)
+    out.render(
+        {"renamed": args.old, "to": collection.name, "message": f"renamed {args.old} to {collection.name}"}
+    )
+    return 0
+
+
+def _remove(args: argparse.Namespace, out: Output) -> int:
+    removed = api_for(args).remove_collection(args.name)
+    out.render(
+        {
+            "removed": args.name,
+            "documents": removed,
+            "message": f"removed collection {args.name} ({removed} documents dropped from the index; "
+            "files untouched)",
+        }
+    )
+    return 0
+
+
+def _set_include(args: argparse.Namespace, out: Output, include: bool) -> int:
+    api_for(args).set_include(args.name, include)
+    state = "included in" if include else "excluded from"
+    out.render(
+        {"collection": args.name, "include": include, "message": f"{args.name} is {state} unscoped searches"}
+    )
+    return 0
+
+
+def _set_update(args: argparse.Namespace, out: Output) -> int:
+    collection = api_for(args).set_update_command(args.name, args.cmd)
+    message = (
+        f"{args.name}: before each update, run: {collection.update}"
+        if collection.update
+        else f"{args.name}: update hook cleared"
+    )
+    out.render({"collection": args.name, "update": collection.update, "message": message})
+    return 0
+
+
+def _ls(args: argparse.Namespace, out: Output) -> int:
+    out.render(api_for(args).ls(args.target))
+    return 0

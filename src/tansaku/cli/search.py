@@ -1,0 +1,127 @@
+"""`tansaku search`, `tansaku get`, `tansaku multi-get`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import Output, add_format_options, add_index_option, api_for
+
+TERMINAL_LIMIT = 5
+SCRIPT_LIMIT = 20
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def _score(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError("must be between 0 and 1")
+    return value
+
+
+def register(commands: Any) -> None:
+    search = commands.add_parser("search", help="keyword search (BM25); no model needed")
+    search.add_argument("query", nargs="+", help='words, "phrases", -exclusions, prefix*')
+    search.add_argument(
+        "-n",
+        type=_positive_int,
+        dest="limit",
+        help=f"results to show ({TERMINAL_LIMIT} in cli, {SCRIPT_LIMIT} otherwise)",
+    )
+    search.add_argument("--all", action="store_true", help="show every match")
+    search.add_argument(
+        "--min-score", type=_score, default=0.0, help="drop results scoring below this (0..1)"
+    )
+    search.add_argument("--full", action="store_true", help="include the whole document instead of a snippet")
+    search.add_argument(
+        "--line-numbers", action="store_true", help="prefix snippet lines with their line numbers"
+    )
+    search.add_argument(
+        "-c",
+        "--collection",
+        action="append",
+        default=[],
+        dest="collections",
+        metavar="NAME",
+        help="search only this collection (repeatable; excluded collections too)",
+    )
+    search.add_argument(
+        "--full-path", action="store_true", help="show disk paths instead of tansaku:// paths"
+    )
+    add_index_option(search)
+    add_format_options(search)
+    search.set_defaults(handler=_search)
+
+    get = commands.add_parser(
+        "get", help="print a document (or part of it) by path, tansaku:// path or #docid"
+    )
+    get.add_argument("ref", metavar="REF[:FROM[:COUNT]]")
+    get.add_argument(
+        "--from", type=_positive_int, dest="from_line", metavar="LINE", help="first line (1-based)"
+    )
+    get.add_argument("-l", type=_positive_int, dest="max_lines", metavar="N", help="at most N lines")
+    get.add_argument(
+        "--max-bytes", type=_positive_int, help="at most this many bytes (default 262144), cut at a line"
+    )
+    get.add_argument(
+        "--no-line-numbers", dest="line_numbers", action="store_false", help="raw text, no numbers"
+    )
+    get.add_argument("--full-path", action="store_true", help="show the disk path")
+    add_index_option(get)
+    add_format_options(get)
+    get.set_defaults(handler=_get)
+
+    multi = commands.add_parser(
+        "multi-get", help="print several documents: a glob over tansaku:// paths, a comma list, or docids"
+    )
+    multi.add_argument("pattern", help="e.g. 'notes/**/*.md', 'tansaku://notes/a.md,#a1b2c3'")
+    multi.add_argument(
+        "-l", type=_positive_int, dest="max_lines", metavar="N", help="at most N lines per file"
+    )
+    multi.add_argument(
+        "--max-bytes",
+        type=_positive_int,
+        default=10 * 1024,
+        help="skip (and list) files larger than this; default 10240",
+    )
+    multi.add_argument(
+        "--no-line-numbers", dest="line_numbers", action="store_false", help="raw text, no numbers"
+    )
+    multi.add_argument("--full-path", action="store_true", help="show disk paths")
+    add_index_option(multi)
+    add_format_options(multi)
+    multi.set_defaults(handler=_multi_get)
+
+
+def _search(args: argparse.Namespace, out: Output) -> int:
+    default_limit = TERMINAL_LIMIT if out.fmt == "cli" else SCRIPT_LIMIT
+    limit = None if args.all else (args.limit or default_limit)
+    result = api_for(args).search(
+        " ".join(args.query),
+        collections=args.collections,
+        limit=limit,
+        min_score=args.min_score,
+        full=args.full,
+    )
+    out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
+    return 0
+
+
+def _get(args: argparse.Namespace, out: Output) -> int:
+    result = api_for(args).get(
+        args.ref, from_line=args.from_line, max_lines=args.max_lines, max_bytes=args.max_bytes
+    )
+    out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
+    return 0
+
+
+def _multi_get(args: argparse.Namespace, out: Output) -> int:
+    result = api_for(args).multi_get(args.pattern, max_lines=args.max_lines, max_bytes=args.max_bytes)
+    out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
+    return 0

@@ -1,0 +1,120 @@
+"""The configuration file: collections and contexts, as TOML a person can edit.
+
+The file is the source of truth for what is indexed; the index only holds derived data. Writes go
+to a temporary file that replaces the old one, so a crash never leaves half a config behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigInvalid
+from ..types import Collection, Context
+
+HEADER = "# tansaku configuration. Edit by hand or with `tansaku collection ...` / `tansaku context ...`.\n"
+DEFAULT_MASKS = ("**/*.md",)
+
+
+@dataclass
+class Config:
+    collections: dict[str, Collection] = field(default_factory=dict)
+    contexts: dict[str, str] = field(default_factory=dict)  # path ("/" or virtual path) -> text
+    max_file_bytes: int = 5 * 1024 * 1024
+
+    def collection_list(self) -> list[Collection]:
+        return [self.collections[name] for name in sorted(self.collections)]
+
+    def context_list(self) -> list[Context]:
+        return [Context(path=p, text=t) for p, t in sorted(self.contexts.items(), key=_context_order)]
+
+    def with_collection(self, collection: Collection) -> Config:
+        collections = dict(self.collections)
+        collections[collection.name] = collection
+        return replace(self, collections=collections)
+
+
+def _context_order(item: tuple[str, str]) -> tuple[int, str]:
+    path = item[0]
+    return (0 if path == "/" else 1, path)
+
+
+def load(path: Path) -> Config:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config()
+    except OSError as exc:
+        raise ConfigInvalid(f"cannot read config {path}: {exc.strerror}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigInvalid(f"config {path} is not valid TOML: {exc}", hint="fix or remove the file") from exc
+    return _from_dict(data, path)
+
+
+def _from_dict(data: dict[str, Any], path: Path) -> Config:
+    config = Config()
+    settings = data.get("settings", {})
+    if isinstance(settings, dict) and isinstance(settings.get("max_file_bytes"), int):
+        config.max_file_bytes = settings["max_file_bytes"]
+    collections = data.get("collections", {})
+    if not isinstance(collections, dict):
+        raise ConfigInvalid(f"config {path}: [collections] must be a table")
+    for name, entry in collections.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            raise ConfigInvalid(f"config {path}: collection {name!r} needs a path")
+        config.collections[name] = Collection(
+            name=name,
+            path=entry["path"],
+            masks=tuple(_strings(entry.get("masks", DEFAULT_MASKS), path, name, "masks")),
+            ignore=tuple(_strings(entry.get("ignore", []), path, name, "ignore")),
+            update=entry.get("update") or None,
+            include=bool(entry.get("include", True)),
+        )
+    contexts = data.get("contexts", {})
+    if not isinstance(contexts, dict) or not all(isinstance(v, str) for v in contexts.values()):
+        raise ConfigInvalid(f"config {path}: [contexts] must map paths to strings")
+    config.contexts = dict(contexts)
+    return config
+
+
+def _strings(value: Any, path: Path, name: str, key: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise ConfigInvalid(f"config {path}: collection {name!r}: {key} must be a list of strings")
+
+
+def save(path: Path, config: Config) -> None:
+    import tomli_w  # only commands that change the config pay for the writer
+
+    data: dict[str, Any] = {}
+    if config.max_file_bytes != Config().max_file_bytes:
+        data["settings"] = {"max_file_bytes": config.max_file_bytes}
+    data["collections"] = {}
+    for c in config.collection_list():
+        entry: dict[str, Any] = {"path": c.path, "masks": list(c.masks), "include": c.include}
+        if c.ignore:
+            entry["ignore"] = list(c.ignore)
+        if c.update:
+            entry["update"] = c.update
+        data["collections"][c.name] = entry
+    data["contexts"] = dict(sorted(config.contexts.items(), key=_context_order))
+    text = HEADER + tomli_w.dumps(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tansaku-config-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,103 @@
+"""The error tree. Library code raises these; only the CLI turns them into messages and exit codes.
+
+Every error has a stable ``code`` (part of the JSON contract) and an ``exit_code``:
+1 = the thing asked for was not found, 2 = bad input or usage, 3 = the index cannot be used,
+4 = a step of the work failed (for example a pre-update hook).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TansakuError(Exception):
+    code = "ERROR"
+    exit_code = 2
+
+    def __init__(self, message: str, *, hint: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.hint:
+            data["hint"] = self.hint
+        if self.details:
+            data["details"] = self.details
+        return data
+
+
+class UsageError(TansakuError):
+    code = "USAGE"
+
+
+class ConfigInvalid(TansakuError):
+    code = "CONFIG_INVALID"
+
+
+class InvalidName(TansakuError):
+    code = "INVALID_NAME"
+
+
+class BadGlob(TansakuError):
+    code = "BAD_GLOB"
+
+
+class PathNotFound(TansakuError):
+    code = "PATH_NOT_FOUND"
+
+
+class CollectionExists(TansakuError):
+    code = "COLLECTION_EXISTS"
+
+
+class CollectionNotFound(TansakuError):
+    code = "COLLECTION_NOT_FOUND"
+
+
+class ContextNotFound(TansakuError):
+    code = "CONTEXT_NOT_FOUND"
+    exit_code = 1
+
+
+class DocumentNotFound(TansakuError):
+    code = "DOC_NOT_FOUND"
+    exit_code = 1
+
+
+class AmbiguousDocid(TansakuError):
+    code = "DOCID_AMBIGUOUS"
+
+
+class EmptyQuery(TansakuError):
+    code = "QUERY_EMPTY"
+
+
+class IndexError_(TansakuError):
+    """Base of the errors that mean the index itself cannot be used."""
+
+    code = "INDEX_ERROR"
+    exit_code = 3
+
+
+class IndexMissing(IndexError_):
+    code = "INDEX_MISSING"
+
+
+class IndexLocked(IndexError_):
+    code = "INDEX_LOCKED"
+
+
+class IndexCorrupt(IndexError_):
+    code = "INDEX_CORRUPT"
+
+
+class IndexSchemaMismatch(IndexError_):
+    code = "INDEX_SCHEMA_MISMATCH"
+
+
+class HookFailed(TansakuError):
+    code = "HOOK_FAILED"
+    exit_code = 4

@@ -1,0 +1,141 @@
+"""Updating several collections: hooks first, then one transaction per collection.
+
+A collection that fails (its hook exits non-zero, its folder is gone) is reported and left as it
+was; the others still update. A vanished folder does not empty the collection's index: an
+unmounted drive should not wipe what was found there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config.masks import MaskMatcher, expand_masks
+from ..config.settings import Config
+from ..sources.walk import FoundFile, walk_collection
+from ..store import db
+from ..store import documents as store
+from ..store.migrations import migrate
+from ..types import Collection, CollectionUpdate, UpdateReport
+from . import update as indexing
+from .hooks import run_hook
+from .progress import ProgressFactory
+
+
+def update_collections(
+    index_path: Path,
+    collections: Sequence[Collection],
+    max_file_bytes: int,
+    *,
+    dry_run: bool,
+    run_hooks: bool,
+    progress: ProgressFactory | None = None,
+) -> UpdateReport:
+    report = UpdateReport(dry_run=dry_run, collections=[])
+    if not collections:
+        return report
+    opener = _dry_connection(index_path) if dry_run else _write_connection(index_path)
+    with opener as conn:
+        for collection in collections:
+            report.collections.append(
+                _one(conn, index_path, collection, max_file_bytes, dry_run, run_hooks, progress)
+            )
+    return report
+
+
+def _one(
+    conn: Any,
+    index_path: Path,
+    collection: Collection,
+    max_file_bytes: int,
+    dry_run: bool,
+    run_hooks: bool,
+    progress: ProgressFactory | None,
+) -> CollectionUpdate:
+    if not Path(collection.path).is_dir():
+        return CollectionUpdate(
+            name=collection.name,
+            failed=f"folder {collection.path} is missing or not a folder; its index entries were kept",
+        )
+    hook = None
+    if run_hooks and collection.update and not dry_run:
+        hook = run_hook(collection)
+        if hook.exit_code != 0:
+            return CollectionUpdate(
+                name=collection.name,
+                hook=hook,
+                failed=f"pre-update hook exited with code {hook.exit_code}; collection not updated",
+            )
+    callback = progress(collection.name) if progress else None
+    if dry_run:
+        work = indexing.plan(conn, collection, max_file_bytes, callback)
+    else:
+        try:
+            with db.write_lock(conn, index_path, f"update {collection.name}"):
+                work = indexing.plan(conn, collection, max_file_bytes, callback)
+                indexing.apply(conn, collection, work)
+        except db.DatabaseError as exc:
+            raise db.translate(exc, index_path) from exc
+    result = indexing.report(collection.name, work)
+    result.hook = hook
+    if dry_run and run_hooks and collection.update:
+        result.hook_pending = collection.update
+    return result
+
+
+@contextlib.contextmanager
+def _write_connection(index_path: Path) -> Iterator[Any]:
+    conn = db.open_write(index_path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
+def _dry_connection(index_path: Path) -> Iterator[Any]:
+    """Read-only view for --dry-run; with no index yet, plan against an empty one in memory."""
+    if index_path.exists():
+        conn = db.open_read(index_path)
+    else:
+        import sqlean
+
+        conn = sqlean.connect(":memory:", isolation_level=None)
+        conn.row_factory = sqlean.Row
+        migrate(conn)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def pending_summary(conn: Any, config: Config) -> list[str]:
+    """Cheap read-only look at what `update` would have to do: files added, changed or gone by stat."""
+    lines: list[str] = []
+    for collection in config.collection_list():
+        if not Path(collection.path).is_dir():
+            lines.append(f"{collection.name}: folder {collection.path} is missing")
+            continue
+        known = store.documents_in(conn, collection.name)
+        masks = MaskMatcher(expand_masks(collection.masks))
+        ignore = MaskMatcher(expand_masks(collection.ignore)) if collection.ignore else None
+        new = changed = 0
+        seen: set[str] = set()
+        for item in walk_collection(Path(collection.path), masks, ignore):
+            if not isinstance(item, FoundFile):
+                continue
+            seen.add(item.rel_path)
+            old = known.get(item.rel_path)
+            if old is None:
+                new += 1
+            elif old.size != item.size or old.mtime_ns != item.mtime_ns:
+                changed += 1
+        gone = len(set(known) - seen)
+        if new or changed or gone:
+            lines.append(
+                f"{collection.name}: {new} new, {changed} changed, {gone} deleted on disk; "
+                f"run `tansaku update -c {collection.name}`"
+            )
+    return lines

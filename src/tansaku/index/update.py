@@ -1,0 +1,190 @@
+"""Incremental indexing of one collection.
+
+Unchanged size + mtime: skipped without reading. Changed: read and hashed; the same hash only
+refreshes the stored stat. Deleted: removed. A removed path whose content reappears at a new path
+is a move: the row keeps its id and content, only the path changes.
+
+The plan is computed first (read-only, so ``--dry-run`` reports exactly what would happen), then
+applied in one transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config.masks import MaskMatcher, expand_masks
+from ..paths import is_within
+from ..sources.reader import ReadDocument, line_count, read_document
+from ..sources.walk import FoundFile, walk_collection
+from ..store import documents as store
+from ..text.cjk import segment
+from ..types import Collection, CollectionUpdate, SkippedFile
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class _Plan:
+    add: list[tuple[FoundFile, ReadDocument]] = field(default_factory=list)
+    change: list[tuple[store.StoredDocument, FoundFile, ReadDocument]] = field(default_factory=list)
+    touch: list[tuple[store.StoredDocument, FoundFile]] = field(default_factory=list)
+    move: list[tuple[store.StoredDocument, FoundFile]] = field(default_factory=list)
+    remove: list[store.StoredDocument] = field(default_factory=list)
+    unchanged: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def fts_path(rel_path: str) -> str:
+    return segment(rel_path.replace("/", " / "))
+
+
+def plan(
+    conn: object, collection: Collection, max_file_bytes: int, progress: Progress | None = None
+) -> _Plan:
+    masks = MaskMatcher(expand_masks(collection.masks))
+    ignore = MaskMatcher(expand_masks(collection.ignore)) if collection.ignore else None
+    existing = store.documents_in(conn, collection.name)
+    result = _Plan()
+    found: list[FoundFile] = []
+    unreadable_dirs: list[str] = []
+    for item in walk_collection(Path(collection.path), masks, ignore):
+        if isinstance(item, SkippedFile):
+            result.skipped.append(_printable(item))
+            if item.path.endswith("/") and item.reason.startswith("unreadable"):
+                unreadable_dirs.append(item.path.rstrip("/"))
+        elif not _utf8(item.rel_path):
+            result.skipped.append(_printable(SkippedFile(item.rel_path, "invalid-utf8-name")))
+        else:
+            found.append(item)
+    seen: set[str] = set()
+    for done, item in enumerate(found, start=1):
+        seen.add(item.rel_path)
+        old = existing.get(item.rel_path)
+        if old is not None and old.size == item.size and old.mtime_ns == item.mtime_ns:
+            result.unchanged += 1
+        else:
+            doc = read_document(item.rel_path, item.abs_path, item.size, max_file_bytes)
+            if isinstance(doc, SkippedFile):
+                result.skipped.append(doc)
+                seen.discard(item.rel_path)  # a file that can no longer be read leaves the index
+            elif old is None:
+                result.add.append((item, doc))
+            elif old.hash == doc.content_hash:
+                result.touch.append((old, item))
+                result.unchanged += 1
+            else:
+                result.change.append((old, item, doc))
+        if progress:
+            progress(done, len(found))
+    # A folder that could not be listed this time keeps its documents: a permission hiccup
+    # must not silently empty part of the index.
+    gone = [
+        doc
+        for path, doc in existing.items()
+        if path not in seen and not any(is_within(path, d) for d in unreadable_dirs)
+    ]
+    _pair_moves(result, gone)
+    return result
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _printable(skipped: SkippedFile) -> SkippedFile:
+    """File names that are not valid UTF-8 arrive with surrogates; show them with U+FFFD."""
+    if _utf8(skipped.path):
+        return skipped
+    shown = skipped.path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return SkippedFile(shown, skipped.reason)
+
+
+def _pair_moves(result: _Plan, gone: list[store.StoredDocument]) -> None:
+    by_hash: dict[str, list[store.StoredDocument]] = {}
+    for doc in gone:
+        by_hash.setdefault(doc.hash, []).append(doc)
+    still_added: list[tuple[FoundFile, ReadDocument]] = []
+    for item, doc in result.add:
+        candidates = by_hash.get(doc.content_hash)
+        if candidates:
+            result.move.append((candidates.pop(), item))
+        else:
+            still_added.append((item, doc))
+    result.add = still_added
+    result.remove = [doc for docs in by_hash.values() for doc in docs]
+
+
+def _stored(collection: str, item: FoundFile, doc: ReadDocument, indexed_at: str) -> store.StoredDocument:
+    return store.StoredDocument(
+        id=0,
+        collection=collection,
+        path=item.rel_path,
+        hash=doc.content_hash,
+        title=doc.title,
+        size=item.size,
+        mtime_ns=item.mtime_ns,
+        line_count=line_count(doc.text),
+        repaired=doc.repaired,
+        indexed_at=indexed_at,
+    )
+
+
+def _insert(conn: object, collection: str, item: FoundFile, doc: ReadDocument, indexed_at: str) -> None:
+    store.put_content(conn, doc.content_hash, doc.text)
+    store.insert_document(
+        conn,
+        _stored(collection, item, doc, indexed_at),
+        fts_path(item.rel_path),
+        segment(doc.title),
+        segment(doc.text),
+    )
+
+
+def apply(conn: object, collection: Collection, work: _Plan) -> None:
+    """Write a plan. The caller holds the write transaction."""
+    indexed_at = now_iso()
+    for old in work.remove:
+        store.delete_document(conn, old.id)
+    for old, item, doc in work.change:
+        store.delete_document(conn, old.id)
+        _insert(conn, collection.name, item, doc, indexed_at)
+    for old, item in work.touch:
+        store.touch_document(conn, old.id, item.size, item.mtime_ns)
+    for old, item in work.move:
+        # Content is unchanged, so its text is already stored: re-key the row under the new path.
+        text = store.body(conn, old.hash)
+        store.delete_document(conn, old.id)
+        moved = ReadDocument(item.rel_path, old.hash, text, old.title, item.size, old.repaired)
+        _insert(conn, collection.name, item, moved, indexed_at)
+    for item, doc in work.add:
+        _insert(conn, collection.name, item, doc, indexed_at)
+    if work.remove or work.change:
+        store.prune_content(conn)
+    store.set_collection_state(conn, collection.name, collection.path, indexed_at)
+
+
+def report(name: str, work: _Plan) -> CollectionUpdate:
+    return CollectionUpdate(
+        name=name,
+        added=[item.rel_path for item, _ in work.add],
+        updated=[item.rel_path for _, item, _ in work.change],
+        moved=[(old.path, item.rel_path) for old, item in work.move],
+        removed=[doc.path for doc in work.remove],
+        unchanged=work.unchanged,
+        repaired=sorted(
+            [item.rel_path for item, doc in work.add if doc.repaired]
+            + [item.rel_path for _, item, doc in work.change if doc.repaired]
+        ),
+        skipped=work.skipped,
+    )

@@ -1,0 +1,79 @@
+"""Where tansaku keeps its files, and the virtual path scheme.
+
+Config (human-edited TOML) lives under the XDG config dir, the index (derived data) under the XDG
+cache dir. ``TANSAKU_CONFIG_DIR`` and ``TANSAKU_INDEX_PATH`` override them, which is how tests keep
+away from the real home.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InvalidName, UsageError
+from .types import SCHEME
+
+DEFAULT_INDEX = "index"
+VIRTUAL_PREFIX = f"{SCHEME}://"
+_INDEX_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class Locations:
+    config_file: Path
+    index_file: Path
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    # The XDG spec says relative values are invalid and must be ignored.
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path.home() / fallback
+
+
+def locations(index_name: str | None = None) -> Locations:
+    name = index_name or DEFAULT_INDEX
+    if not _INDEX_NAME.match(name):
+        raise InvalidName(f"invalid index name {name!r}: use letters, digits, '_' or '-'")
+    config_dir = os.environ.get("TANSAKU_CONFIG_DIR")
+    config_root = Path(config_dir) if config_dir else _xdg("XDG_CONFIG_HOME", ".config") / "tansaku"
+    index_path = os.environ.get("TANSAKU_INDEX_PATH")
+    if index_path:
+        index_file = Path(index_path)
+    else:
+        index_file = _xdg("XDG_CACHE_HOME", ".cache") / "tansaku" / f"{name}.sqlite"
+    return Locations(config_file=config_root / f"{name}.toml", index_file=index_file)
+
+
+def virtual_path(collection: str, rel_path: str = "") -> str:
+    rel = rel_path.strip("/")
+    return f"{VIRTUAL_PREFIX}{collection}/{rel}" if rel else f"{VIRTUAL_PREFIX}{collection}"
+
+
+def split_virtual_path(value: str) -> tuple[str, str]:
+    """``tansaku://coll/a/b.md`` -> ``("coll", "a/b.md")``."""
+    if not value.startswith(VIRTUAL_PREFIX):
+        raise UsageError(f"not a virtual path: {value!r} (expected {VIRTUAL_PREFIX}COLLECTION/PATH)")
+    rest = value[len(VIRTUAL_PREFIX) :].strip("/")
+    collection, _, rel = rest.partition("/")
+    if not collection:
+        raise UsageError(f"virtual path {value!r} names no collection")
+    return collection, normalize_rel(rel)
+
+
+def normalize_rel(rel: str) -> str:
+    """Collapse ``./``, duplicate and trailing slashes; reject ``..`` escapes."""
+    parts = [p for p in rel.replace("\\", "/").split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise UsageError(f"path {rel!r} may not contain '..'")
+    return "/".join(parts)
+
+
+def is_within(path: str, prefix: str) -> bool:
+    """Whole-segment prefix test: ``a/sub`` is within ``a`` but ``a/subway`` is not within ``a/sub``."""
+    if not prefix:
+        return True
+    return path == prefix or path.startswith(prefix + "/")

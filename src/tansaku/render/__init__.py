@@ -1,0 +1,147 @@
+"""Turn typed results into text, one module per output format.
+
+Renderers never query anything: the CLI (and later the servers) hand them finished results.
+Format modules are imported on demand so a command only pays for the format it prints.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from tansaku.errors import TansakuError, UsageError
+from tansaku.types import (
+    CollectionInfo,
+    Context,
+    DocumentSlice,
+    FileEntry,
+    MultiGetResult,
+    SearchResult,
+    StatusReport,
+    UpdateReport,
+)
+
+FORMATS = ("cli", "json", "csv", "md", "xml", "files")
+ADMIN_FORMATS = ("cli", "json")
+
+_MODULES = {
+    "cli": "terminal",
+    "json": "jsonfmt",
+    "csv": "csvfmt",
+    "md": "markdown",
+    "xml": "xmlfmt",
+    "files": "files",
+}
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    color: bool = False  # ANSI colour; the CLI sets it only for a terminal without NO_COLOR
+    line_numbers: bool = False  # the CLI turns this on by default for `get`
+    full_path: bool = False  # show disk_path instead of virtual_path
+
+
+_DEFAULT_OPTIONS = RenderOptions()
+
+
+def render(result: object, fmt: str, opts: RenderOptions = _DEFAULT_OPTIONS) -> str:
+    """Render a result in one of FORMATS; the text always ends with one newline (or is empty)."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown output format {fmt!r}", hint=f"use one of: {', '.join(FORMATS)}")
+    if isinstance(result, SearchResult | DocumentSlice | MultiGetResult):
+        module = importlib.import_module(f"tansaku.render.{_MODULES[fmt]}")
+        return module.render(result, opts)
+    kind = admin_kind(result)
+    if fmt not in ADMIN_FORMATS:
+        raise UsageError(
+            f"the {fmt} format is not available for {kind}",
+            hint=f"use one of: {', '.join(ADMIN_FORMATS)}",
+            format=fmt,
+            supported=list(ADMIN_FORMATS),
+        )
+    module = importlib.import_module("tansaku.render.jsonfmt" if fmt == "json" else "tansaku.render.admin")
+    return module.render(result, opts)
+
+
+def render_error(error: TansakuError, fmt: str) -> str:
+    if fmt == "json":
+        from tansaku.render import jsonfmt
+
+        return jsonfmt.dumps({"error": error.to_dict()})
+    lines = [f"error: {error.message}"]
+    if error.hint:
+        lines.append(f"hint: {error.hint}")
+    return "\n".join(lines) + "\n"
+
+
+def admin_kind(result: object) -> str:
+    """Name the non-search result (for messages); TypeError for anything we cannot render."""
+    if isinstance(result, UpdateReport):
+        return "update"
+    if isinstance(result, StatusReport):
+        return "status"
+    if isinstance(result, CollectionInfo):
+        return "collection show"
+    if isinstance(result, dict):
+        return "messages"
+    if isinstance(result, list | tuple):
+        for cls, kind in ((CollectionInfo, "collection list"), (FileEntry, "ls"), (Context, "context list")):
+            if result and all(isinstance(item, cls) for item in result):
+                return kind
+        if not result:
+            return "an empty list"
+    raise TypeError(f"cannot render a {type(result).__name__}")
+
+
+# Helpers shared by the format modules.
+
+
+def show_docid(docid: str) -> str:
+    # Docids are shown with their '#' everywhere so they can be pasted straight into `get`.
+    return "#" + docid.lstrip("#")
+
+
+def shown_path(item: Any, opts: RenderOptions) -> str:
+    return item.disk_path if opts.full_path else item.virtual_path
+
+
+def show_score(score: float) -> str:
+    return f"{score:.2f}" if math.isfinite(score) else str(score)
+
+
+def round_float(value: float) -> float | None:
+    # NaN and infinities are not JSON; null says "no meaningful value" honestly.
+    return round(value, 4) if math.isfinite(value) else None
+
+
+def split_body(body: str) -> list[str]:
+    """Split a --full body into lines the way the indexer counts them (\\n, \\r\\n)."""
+    lines = body.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def number_lines(lines: list[str] | tuple[str, ...], start: int, width: int = 0) -> list[str]:
+    """Prefix lines with right-aligned source line numbers and ': '."""
+    width = max(width, len(str(start + len(lines) - 1)))
+    return [f"{n:>{width}}: {line}" for n, line in enumerate(lines, start)]
+
+
+def truncation_note(doc: DocumentSlice) -> str:
+    last = doc.from_line + len(doc.lines) - 1
+    shown = f"lines {doc.from_line}-{last}" if doc.lines else "no lines"
+    return f"[truncated: showing {shown} of {doc.total_lines}; use --from/-l to read more]"
+
+
+STALE_NOTE = "[stale: the file changed on disk since it was indexed; run tansaku update]"
+
+
+def results_footer(result: SearchResult) -> str:
+    shown, total = len(result.hits), result.total
+    if shown < total:
+        more = " (use -n or --all for more)" if result.limit is not None else ""
+        return f"{shown} of {total} results{more}"
+    return "1 result" if shown == 1 else f"{shown} results"

@@ -1,0 +1,185 @@
+"""The "cli" text of the non-search results: update, status, collections, ls, contexts, messages."""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+from tansaku.render import RenderOptions, show_docid
+from tansaku.render.terminal import clean, warning_lines
+from tansaku.types import (
+    CollectionInfo,
+    CollectionUpdate,
+    Context,
+    FileEntry,
+    HookRun,
+    StatusReport,
+    UpdateReport,
+)
+
+
+def render(result: object, opts: RenderOptions) -> str:
+    if isinstance(result, UpdateReport):
+        lines = _update(result)
+    elif isinstance(result, StatusReport):
+        lines = _status(result)
+    elif isinstance(result, CollectionInfo):
+        lines = _collection(result)
+    elif isinstance(result, dict):
+        lines = _message(result)
+    elif not result:
+        lines = ["(none)"]
+    elif isinstance(result[0], CollectionInfo):  # type: ignore[index]
+        lines = _collections(list(result))  # type: ignore[arg-type]
+    elif isinstance(result[0], FileEntry):  # type: ignore[index]
+        lines = _files(list(result))  # type: ignore[arg-type]
+    else:
+        lines = _contexts(list(result))  # type: ignore[arg-type]
+    return "\n".join(lines) + "\n"
+
+
+def _width(text: str) -> int:
+    # CJK characters take two terminal columns; padding by len() would skew the columns.
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def table(rows: list[list[str]], right: frozenset[int] = frozenset()) -> list[str]:
+    widths = [max(_width(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = []
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            pad = " " * (widths[i] - _width(cell))
+            last = i == len(row) - 1
+            cells.append(pad + cell if i in right else cell + ("" if last else pad))
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} bytes"  # unreachable; keeps type checkers content
+
+
+def when(iso: str | None) -> str:
+    # "2024-05-01T12:34:56Z" -> "2024-05-01 12:34": minutes are enough to read, and it is UTC.
+    if not iso:
+        return "never"
+    return iso[:16].replace("T", " ") if len(iso) >= 16 and iso[10] == "T" else iso
+
+
+def _hook_lines(hook: HookRun, indent: str) -> list[str]:
+    lines = [f"{indent}hook: {clean(hook.command)} (exit {hook.exit_code})"]
+    lines += [f"{indent}  | {clean(line)}" for line in hook.stdout.splitlines()]
+    lines += [f"{indent}  ! {clean(line)}" for line in hook.stderr.splitlines()]
+    return lines
+
+
+def _update_one(c: CollectionUpdate, dry_run: bool) -> list[str]:
+    lines = [f"{c.name}: FAILED: {clean(c.failed)}" if c.failed else c.name]
+    if c.hook:
+        lines += _hook_lines(c.hook, "  ")
+    if c.hook_pending:
+        lines.append(f"  would run hook: {clean(c.hook_pending)}")
+    if dry_run:
+        lines += [f"  would add: {clean(p)}" for p in c.added]
+        lines += [f"  would update: {clean(p)}" for p in c.updated]
+        lines += [f"  would move: {clean(a)} -> {clean(b)}" for a, b in c.moved]
+        lines += [f"  would remove: {clean(p)}" for p in c.removed]
+    if not c.failed:
+        counts = (
+            f"added {len(c.added)}, updated {len(c.updated)}, moved {len(c.moved)}, "
+            f"unchanged {c.unchanged}, removed {len(c.removed)}, skipped {len(c.skipped)}"
+        )
+        lines.append(f"  {counts}")
+    if not dry_run:
+        lines += [f"  moved: {clean(a)} -> {clean(b)}" for a, b in c.moved]
+    lines += [f"  repaired (invalid UTF-8 replaced with U+FFFD): {clean(p)}" for p in c.repaired]
+    lines += [f"  skipped {clean(s.path)}: {s.reason}" for s in c.skipped]
+    return lines
+
+
+def _update(report: UpdateReport) -> list[str]:
+    blocks = [["dry run: nothing was changed"]] if report.dry_run else []
+    blocks += [_update_one(c, report.dry_run) for c in report.collections]
+    if not report.collections:
+        blocks.append(["No collections to update."])
+    if report.warnings:
+        blocks.append(warning_lines(report.warnings))
+    return "\n\n".join("\n".join(block) for block in blocks).split("\n")
+
+
+def _status(s: StatusReport) -> list[str]:
+    if not s.index_exists:
+        index = f"{s.index_path} (not created yet)"
+    else:
+        schema = "unknown" if s.schema_version is None else str(s.schema_version)
+        if s.schema_version != s.code_schema_version:
+            schema += f"; this tansaku expects {s.code_schema_version}"
+        index = f"{s.index_path} ({human_size(s.index_bytes)}, schema {schema})"
+    lines = [f"index:  {clean(index)}", f"config: {clean(s.config_path)}", ""]
+    if s.collections:
+        rows = [["NAME", "DOCS", "LAST UPDATE", "PATH"]]
+        rows += [
+            [i.collection.name, str(i.documents), when(i.last_update), clean(i.collection.path)]
+            for i in s.collections
+        ]
+        lines += ["collections:", *("  " + row for row in table(rows, right=frozenset({1})))]
+    else:
+        lines.append("collections: (none)")
+    if s.contexts:
+        lines += ["contexts:", *("  " + line for line in _contexts(list(s.contexts)))]
+    lines += ["pending:", *(f"  - {clean(p)}" for p in s.pending)] if s.pending else ["pending: (nothing)"]
+    return lines + warning_lines(s.warnings)
+
+
+def _collection(info: CollectionInfo) -> list[str]:
+    c = info.collection
+    fields = [
+        ("name", c.name),
+        ("path", clean(c.path)),
+        ("masks", ", ".join(c.masks) or "(none)"),
+        ("ignore", ", ".join(c.ignore) or "(none)"),
+        ("update hook", clean(c.update) if c.update else "(none)"),
+        ("included", "yes (searched by default)" if c.include else "no (searched only when named)"),
+        ("documents", str(info.documents)),
+        ("size", human_size(info.bytes)),
+        ("last update", when(info.last_update)),
+    ]
+    return [f"{name + ':':<13}{value}" for name, value in fields]
+
+
+def _collections(infos: list[CollectionInfo]) -> list[str]:
+    rows = [["NAME", "DOCS", "PATH", "INCLUDED", "MASKS"]]
+    for info in infos:
+        c = info.collection
+        rows.append(
+            [c.name, str(info.documents), clean(c.path), "yes" if c.include else "no", " ".join(c.masks)]
+        )
+    return table(rows, right=frozenset({1}))
+
+
+def _files(entries: list[FileEntry]) -> list[str]:
+    rows = [[str(e.size), when(e.modified), show_docid(e.docid), clean(e.virtual_path)] for e in entries]
+    return table(rows, right=frozenset({0}))
+
+
+def _contexts(contexts: list[Context]) -> list[str]:
+    lines = []
+    for ctx in contexts:
+        path = "/ (global)" if ctx.path == "/" else clean(ctx.path)
+        text = ctx.text.splitlines() or [""]
+        lines.append(f"{path} → {clean(text[0])}")
+        lines += [f"    {clean(more)}" for more in text[1:]]
+    return lines
+
+
+def _message(data: dict[str, Any]) -> list[str]:
+    # Small confirmations: the other keys are there for JSON, the message says it all for a person.
+    if "message" in data:
+        return [clean(line) for line in str(data["message"]).splitlines()] or [""]
+    return [f"{key}: {clean(str(value))}" for key, value in data.items()] or ["ok"]

@@ -1,0 +1,56 @@
+"""The "csv" format: RFC 4180 (quoted as needed, CRLF line ends) with a header row."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from tansaku.render import RenderOptions, show_docid, shown_path, split_body
+from tansaku.types import DocumentSlice, MultiGetResult, SearchResult
+
+SEARCH_COLUMNS = ("docid", "score", "collection", "path", "title", "context", "line", "snippet", "stale")
+DOCUMENT_COLUMNS = ("docid", "path", "line", "text")
+
+
+def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOptions) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    if isinstance(result, SearchResult):
+        writer.writerow(SEARCH_COLUMNS)
+        writer.writerows(_search_rows(result, opts))
+    else:
+        writer.writerow(DOCUMENT_COLUMNS)
+        documents = result.documents if isinstance(result, MultiGetResult) else (result,)
+        for doc in documents:
+            docid, path = show_docid(doc.docid), shown_path(doc, opts)
+            writer.writerows([docid, path, n, line] for n, line in enumerate(doc.lines, doc.from_line))
+        if isinstance(result, MultiGetResult):
+            # Skipped documents have no docid (they were never read); the row keeps them visible.
+            writer.writerows(
+                ["", s.virtual_path, "", f"SKIPPED: {s.reason} ({s.size} bytes)"] for s in result.skipped
+            )
+    return buffer.getvalue()
+
+
+def _search_rows(result: SearchResult, opts: RenderOptions) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for hit in result.hits:
+        # With --full the body takes the snippet's place, starting at line 1.
+        if hit.body is not None:
+            line, text = 1, "\n".join(split_body(hit.body))
+        else:
+            line, text = hit.snippet.start_line, "\n".join(hit.snippet.lines)
+        rows.append(
+            [
+                show_docid(hit.docid),
+                f"{round(hit.score, 4)}",
+                hit.collection,
+                shown_path(hit, opts),
+                hit.title,
+                " | ".join(hit.contexts),
+                line,
+                text,
+                "true" if hit.stale else "false",
+            ]
+        )
+    return rows

@@ -1,0 +1,21 @@
+"""The "files" format: just enough to feed other tools, one document per line."""
+
+from __future__ import annotations
+
+from tansaku.render import RenderOptions, show_docid, show_score, shown_path
+from tansaku.render.terminal import clean
+from tansaku.types import DocumentSlice, MultiGetResult, SearchResult
+
+
+def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOptions) -> str:
+    # Paths go last so a reader can split on the first commas; control characters (a newline
+    # in a file name) are replaced so one document stays one line.
+    if isinstance(result, SearchResult):
+        lines = [
+            f"{show_docid(h.docid)},{show_score(h.score)},{clean(shown_path(h, opts))}" for h in result.hits
+        ]
+    elif isinstance(result, MultiGetResult):
+        lines = [f"{show_docid(d.docid)},{clean(shown_path(d, opts))}" for d in result.documents]
+    else:
+        lines = [clean(shown_path(result, opts))]
+    return "".join(line + "\n" for line in lines)

@@ -1,0 +1,67 @@
+"""The "json" format: the stable contract for scripts and agents (field names in docs/formats.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+from tansaku.render import RenderOptions, round_float, show_docid
+from tansaku.types import Hit, SearchResult, UpdateReport
+
+
+def render(result: object, opts: RenderOptions) -> str:
+    return dumps(to_data(result))
+
+
+def dumps(data: Any) -> str:
+    # default=str: error details may carry paths or other objects; a message beats a crash.
+    return json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n"
+
+
+def to_data(obj: Any) -> Any:
+    """Plain JSON-able data: dataclasses to dicts, tuples/sets to lists, floats to 4 decimals."""
+    if isinstance(obj, SearchResult):
+        return _search(obj)
+    if isinstance(obj, Hit):
+        return _drop_missing_body(_fields(obj))
+    if isinstance(obj, UpdateReport):
+        # `ok` is a property, not a field, but it is what a script checks first.
+        return {**_fields(obj), "ok": obj.ok}
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return _fields(obj)
+    if isinstance(obj, dict):
+        return {str(key): to_data(value) for key, value in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_data(item) for item in obj]
+    if isinstance(obj, set | frozenset):
+        return sorted((to_data(item) for item in obj), key=str)
+    if isinstance(obj, float):
+        return round_float(obj)
+    return obj
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    data = {f.name: to_data(getattr(obj, f.name)) for f in fields(obj)}
+    if isinstance(data.get("docid"), str):
+        data["docid"] = show_docid(data["docid"])
+    return data
+
+
+def _drop_missing_body(data: dict[str, Any]) -> dict[str, Any]:
+    if data.get("body") is None:
+        data.pop("body", None)
+    return data
+
+
+def _search(result: SearchResult) -> dict[str, Any]:
+    return {
+        "query": result.query,
+        "mode": result.mode,
+        "results": [to_data(hit) for hit in result.hits],
+        "total": result.total,
+        "limit": result.limit,
+        "warnings": to_data(result.warnings),
+        "took_ms": round_float(result.took_ms),
+        "collections": list(result.collections),
+    }

@@ -1,0 +1,118 @@
+"""The "md" format: results as a Markdown document, for notes and for pasting into a chat."""
+
+from __future__ import annotations
+
+import re
+
+from tansaku.render import (
+    STALE_NOTE,
+    RenderOptions,
+    number_lines,
+    results_footer,
+    show_docid,
+    show_score,
+    shown_path,
+    split_body,
+    truncation_note,
+)
+from tansaku.render.terminal import clean
+from tansaku.types import DocumentSlice, Hit, MultiGetResult, Notice, SearchResult
+
+_BACKTICKS = re.compile(r"`+")
+# Characters that could turn a title or context into markup (or raw HTML) when rendered.
+_SPECIAL = re.compile(r"([\\`*_\[\]<>&#|])")
+
+
+def escape(text: str) -> str:
+    return _SPECIAL.sub(r"\\\1", clean(" ".join(text.splitlines())))
+
+
+def _longest_backtick_run(lines: list[str] | tuple[str, ...]) -> int:
+    return max((len(run) for line in lines for run in _BACKTICKS.findall(line)), default=0)
+
+
+def fence(lines: list[str] | tuple[str, ...]) -> str:
+    # A fence longer than any backtick run in the content cannot be closed by the content.
+    marker = "`" * max(3, _longest_backtick_run(lines) + 1)
+    return "\n".join([marker, *lines, marker])
+
+
+def code_span(text: str) -> str:
+    text = " ".join(text.splitlines())
+    ticks = "`" * (_longest_backtick_run([text]) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOptions) -> str:
+    if isinstance(result, SearchResult):
+        blocks = _search(result, opts)
+    elif isinstance(result, DocumentSlice):
+        blocks = _document(result, opts)
+    else:
+        blocks = _multi(result, opts)
+    return "\n\n".join(blocks) + "\n"
+
+
+def _warnings(warnings: tuple[Notice, ...]) -> list[str]:
+    if not warnings:
+        return []
+    return ["\n".join(f"- warning \\[{w.code}\\]: {escape(w.message)}" for w in warnings)]
+
+
+def _search(result: SearchResult, opts: RenderOptions) -> list[str]:
+    if not result.hits and result.total == 0:
+        return ["No results.", *_warnings(result.warnings)]
+    blocks: list[str] = []
+    for hit in result.hits:
+        blocks += _hit(hit, opts)
+    return [*blocks, *_warnings(result.warnings), results_footer(result)]
+
+
+def _hit(hit: Hit, opts: RenderOptions) -> list[str]:
+    path = shown_path(hit, opts)
+    meta = [code_span(path), show_docid(hit.docid), f"score {show_score(hit.score)}"]
+    if hit.stale:
+        meta.append("stale")
+    blocks = [f"## {escape(hit.title) if hit.title else code_span(path)}", " · ".join(meta)]
+    if hit.contexts:
+        # The empty quote line keeps each context its own paragraph once rendered.
+        blocks.append("\n>\n".join(f"> {escape(c)}" for c in hit.contexts))
+    if hit.body is not None:
+        lines, start = split_body(hit.body), 1
+    else:
+        lines, start = list(hit.snippet.lines), hit.snippet.start_line
+    blocks.append(fence(number_lines(lines, start) if opts.line_numbers else lines))
+    return blocks
+
+
+def _document(doc: DocumentSlice, opts: RenderOptions, level: str = "##") -> list[str]:
+    last = doc.from_line + len(doc.lines) - 1
+    span = f"lines {doc.from_line}-{last} of {doc.total_lines}" if doc.lines else f"{doc.total_lines} lines"
+    meta = [show_docid(doc.docid), escape(doc.title), span] if doc.title else [show_docid(doc.docid), span]
+    blocks = [f"{level} {code_span(shown_path(doc, opts))}", " · ".join(meta)]
+    if doc.stale:
+        blocks.append(escape(STALE_NOTE))
+    lines: list[str] | tuple[str, ...] = doc.lines
+    if opts.line_numbers:
+        lines = number_lines(doc.lines, doc.from_line, len(str(doc.total_lines)))
+    blocks.append(fence(lines))
+    if doc.truncated:
+        blocks.append(escape(truncation_note(doc)))
+    return blocks
+
+
+def _multi(result: MultiGetResult, opts: RenderOptions) -> list[str]:
+    blocks = [f"# Documents matching {code_span(result.pattern)}"]
+    for doc in result.documents:
+        blocks += _document(doc, opts)
+    if result.skipped:
+        blocks.append(
+            "\n".join(
+                f"- skipped {code_span(s.virtual_path)} ({s.size} bytes): {escape(s.reason)}"
+                for s in result.skipped
+            )
+        )
+    if not result.documents and not result.skipped:
+        blocks.append("No documents matched.")
+    return [*blocks, *_warnings(result.warnings)]

@@ -1,0 +1,110 @@
+"""The "cli" format: what a person reads in a terminal.
+
+ANSI codes are written by hand (no rich) because start-up time matters more than styling.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tansaku.render import (
+    STALE_NOTE,
+    RenderOptions,
+    number_lines,
+    results_footer,
+    show_docid,
+    show_score,
+    shown_path,
+    split_body,
+    truncation_note,
+)
+from tansaku.types import DocumentSlice, Hit, MultiGetResult, Notice, SearchResult
+
+_RESET = "\x1b[0m"
+_STYLES = {"docid": "\x1b[33m", "score": "\x1b[2m", "path": "\x1b[36m", "title": "\x1b[1m"}
+
+# Search output mixes document text into our own layout, so a stray escape or newline in a
+# title or snippet must not be able to drive the terminal or break the layout. Tab is harmless.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+INDENT = "  "
+
+
+def clean(text: str) -> str:
+    return _CONTROL.sub("\ufffd", text)
+
+
+def paint(text: str, style: str, opts: RenderOptions) -> str:
+    return f"{_STYLES[style]}{text}{_RESET}" if opts.color else text
+
+
+def warning_lines(warnings: tuple[Notice, ...] | list[Notice]) -> list[str]:
+    return [f"warning [{w.code}]: {clean(w.message)}" for w in warnings]
+
+
+def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOptions) -> str:
+    if isinstance(result, SearchResult):
+        return _search(result, opts)
+    if isinstance(result, DocumentSlice):
+        return "\n".join(_document_lines(result, opts)) + "\n"
+    return _multi(result, opts)
+
+
+def _search(result: SearchResult, opts: RenderOptions) -> str:
+    if not result.hits and result.total == 0:
+        return "\n".join(["No results.", *warning_lines(result.warnings)]) + "\n"
+    blocks = ["\n".join(_hit_lines(hit, opts)) for hit in result.hits]
+    tail = "\n".join([*warning_lines(result.warnings), results_footer(result)])
+    return "\n\n".join([*blocks, tail]) + "\n"
+
+
+def _hit_lines(hit: Hit, opts: RenderOptions) -> list[str]:
+    header = " ".join(
+        [
+            paint(show_docid(hit.docid), "docid", opts),
+            paint(show_score(hit.score), "score", opts),
+            paint(clean(shown_path(hit, opts)), "path", opts),
+        ]
+    )
+    lines = [header + (" [stale]" if hit.stale else "")]
+    if hit.title:
+        lines.append(INDENT + paint(clean(hit.title), "title", opts))
+    # A context written over several lines reads fine as one line here.
+    lines += [f"{INDENT}context: {clean(' '.join(c.splitlines()))}" for c in hit.contexts]
+    if hit.body is not None:
+        text, start = split_body(hit.body), 1
+    else:
+        text, start = list(hit.snippet.lines), hit.snippet.start_line
+    text = [clean(line) for line in text]
+    if opts.line_numbers:
+        text = number_lines(text, start)
+    lines += [(INDENT + line).rstrip() for line in text]
+    return lines
+
+
+def _document_lines(doc: DocumentSlice, opts: RenderOptions) -> list[str]:
+    # `get` prints the document's own text, untouched, so it can be piped like `cat`.
+    lines = [STALE_NOTE] if doc.stale else []
+    if opts.line_numbers:
+        width = len(str(doc.total_lines))
+        lines += number_lines(doc.lines, doc.from_line, width)
+    else:
+        lines += doc.lines
+    if doc.truncated:
+        lines.append(truncation_note(doc))
+    return lines
+
+
+def _multi(result: MultiGetResult, opts: RenderOptions) -> str:
+    blocks = []
+    for doc in result.documents:
+        path = paint(clean(shown_path(doc, opts)), "path", opts)
+        header = f"==> {path} ({paint(show_docid(doc.docid), 'docid', opts)}) <=="
+        blocks.append("\n".join([header, *_document_lines(doc, opts)]))
+    tail = [f"skipped {clean(s.virtual_path)} ({s.size} bytes): {clean(s.reason)}" for s in result.skipped]
+    tail += warning_lines(result.warnings)
+    if not result.documents and not result.skipped:
+        tail.insert(0, f"No documents match {clean(result.pattern)}.")
+    if tail:
+        blocks.append("\n".join(tail))
+    return "\n\n".join(blocks) + "\n"

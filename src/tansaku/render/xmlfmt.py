@@ -1,0 +1,128 @@
+"""The "xml" format: always well-formed XML 1.0, whatever bytes the documents contain.
+
+Characters XML 1.0 cannot carry at all (control characters other than tab, newline and carriage
+return; lone surrogates; U+FFFE and U+FFFF) are replaced with U+FFFD. Everything else survives a
+parse unchanged: CR, and tab/newline inside attributes, are written as character references
+because a parser would otherwise normalise them away.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tansaku.render import RenderOptions, round_float, show_docid
+from tansaku.types import DocumentSlice, Hit, MultiGetResult, Notice, SearchResult
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_TEXT_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\r": "&#13;"}
+_ATTR_ESCAPES = {**_TEXT_ESCAPES, "\n": "&#10;", "\t": "&#9;"}
+_TEXT_SPECIAL = re.compile('[&<>"\r]')
+_ATTR_SPECIAL = re.compile('[&<>"\r\n\t]')
+
+
+def xml_safe(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def text(value: str) -> str:
+    return _TEXT_SPECIAL.sub(lambda m: _TEXT_ESCAPES[m.group()], xml_safe(value))
+
+
+def attrs(**values: object) -> str:
+    """Attributes in the given order; None leaves one out, booleans become true/false."""
+    parts = []
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            shown = "true" if value else "false"
+        elif isinstance(value, float):
+            shown = str(round_float(value))
+        else:
+            shown = str(value)
+        escaped = _ATTR_SPECIAL.sub(lambda m: _ATTR_ESCAPES[m.group()], xml_safe(shown))
+        parts.append(f' {name}="{escaped}"')
+    return "".join(parts)
+
+
+def element(name: str, content: str, **values: object) -> str:
+    return f"<{name}{attrs(**values)}>{text(content)}</{name}>"
+
+
+def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOptions) -> str:
+    # opts.full_path does not apply: every element carries both the virtual and the disk path.
+    if isinstance(result, SearchResult):
+        lines = _search(result)
+    elif isinstance(result, DocumentSlice):
+        lines = _document(result)
+    else:
+        lines = _multi(result)
+    return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>', *lines]) + "\n"
+
+
+def _indent(items: list[str]) -> list[str]:
+    # Each item is one element whose text may span lines; only its first line is indented,
+    # because indenting the others would change the text.
+    return ["  " + item for item in items]
+
+
+def _warnings(warnings: tuple[Notice, ...]) -> list[str]:
+    return [element("warning", w.message, code=w.code) for w in warnings]
+
+
+def _search(result: SearchResult) -> list[str]:
+    body: list[str] = []
+    for hit in result.hits:
+        body += _hit(hit)
+    body += _warnings(result.warnings)
+    head = f"<search{attrs(query=result.query, mode=result.mode, total=result.total, limit=result.limit)}>"
+    return [head, *_indent(body), "</search>"]
+
+
+def _hit(hit: Hit) -> list[str]:
+    head = attrs(
+        docid=show_docid(hit.docid),
+        score=float(hit.score),
+        collection=hit.collection,
+        path=hit.path,
+        virtual_path=hit.virtual_path,
+        disk_path=hit.disk_path,
+        stale=hit.stale,
+        matched_terms=hit.matched_terms,
+        total_terms=hit.total_terms,
+    )
+    children = [element("title", hit.title)]
+    children += [element("context", c) for c in hit.contexts]
+    children.append(element("snippet", "\n".join(hit.snippet.lines), start_line=hit.snippet.start_line))
+    if hit.body is not None:
+        children.append(element("body", hit.body))
+    return [f"<result{head}>", *_indent(children), "</result>"]
+
+
+def _document(doc: DocumentSlice) -> list[str]:
+    head = attrs(
+        docid=show_docid(doc.docid),
+        collection=doc.collection,
+        path=doc.path,
+        virtual_path=doc.virtual_path,
+        disk_path=doc.disk_path,
+        size=doc.size,
+        total_lines=doc.total_lines,
+        from_line=doc.from_line,
+        truncated=doc.truncated,
+        stale=doc.stale,
+    )
+    children = [element("title", doc.title), *(element("context", c) for c in doc.contexts)]
+    children.append(element("text", "\n".join(doc.lines)))
+    return [f"<document{head}>", *_indent(children), "</document>"]
+
+
+def _multi(result: MultiGetResult) -> list[str]:
+    body: list[str] = []
+    for doc in result.documents:
+        body += _document(doc)
+    for s in result.skipped:
+        body.append(f"<skipped{attrs(virtual_path=s.virtual_path, size=s.size, reason=s.reason)}/>")
+    body += _warnings(result.warnings)
+    head = attrs(pattern=result.pattern, max_bytes=result.max_bytes, max_lines=result.max_lines)
+    return [f"<documents{head}>", *_indent(body), "</documents>"]

@@ -1,0 +1,228 @@
+"""Reading documents back by path, virtual path, docid or glob, always within stated bounds."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..config.contexts import contexts_for
+from ..config.masks import MaskMatcher, expand_masks
+from ..errors import AmbiguousDocid, DocumentNotFound, UsageError
+from ..paths import VIRTUAL_PREFIX, normalize_rel, split_virtual_path, virtual_path
+from ..search.keyword import is_stale
+from ..search.snippets import split_lines
+from ..store import documents as store
+from ..types import Collection, DocumentSlice, MultiGetResult, Notice, SkippedDocument
+
+DEFAULT_GET_MAX_BYTES = 256 * 1024
+DEFAULT_MULTI_GET_MAX_BYTES = 10 * 1024
+_RANGE_SUFFIX = re.compile(r"^(?P<ref>.+?)(?::(?P<from>\d+)(?::(?P<count>\d+))?)?$")
+_DOCID = re.compile(r"^#?([0-9a-fA-F]{4,64})$")
+_GLOB_CHARS = re.compile(r"[*?\[{]")
+
+
+@dataclass(frozen=True)
+class LineRange:
+    from_line: int = 1
+    max_lines: int | None = None
+    max_bytes: int = DEFAULT_GET_MAX_BYTES
+
+
+def split_comma_list(pattern: str) -> list[str]:
+    """Split on commas outside ``{}`` groups: ``a.md,notes/*.{md,txt}`` is two items."""
+    items: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for char in pattern:
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth = max(0, depth - 1)
+        if char == "," and depth == 0:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    items.append("".join(current))
+    return [item.strip() for item in items if item.strip()]
+
+
+def split_range(ref: str) -> tuple[str, int | None, int | None]:
+    """``notes/a.md:10:5`` -> ``("notes/a.md", 10, 5)``."""
+    match = _RANGE_SUFFIX.match(ref.strip())
+    if not match:
+        raise UsageError("empty document reference")
+    start = int(match["from"]) if match["from"] else None
+    count = int(match["count"]) if match["count"] else None
+    return match["ref"], start, count
+
+
+def resolve(conn: Any, ref: str, collections: Mapping[str, Collection]) -> store.StoredDocument:
+    """Find one document; an ambiguous docid or a miss is an error that lists the candidates."""
+    ref = ref.strip()
+    docid = _DOCID.match(ref)
+    if ref.startswith(VIRTUAL_PREFIX):
+        name, rel = split_virtual_path(ref)
+        found = store.document_at(conn, name, rel)
+    else:
+        found = _by_path(conn, ref, collections)
+    if found is None and docid:
+        matches = store.documents_by_hash_prefix(conn, docid.group(1).lower())
+        distinct = {doc.hash for doc in matches}
+        if len(distinct) > 1:
+            listed = ", ".join(f"#{d.hash[:8]} {virtual_path(d.collection, d.path)}" for d in matches[:10])
+            raise AmbiguousDocid(
+                f"docid {ref} matches {len(distinct)} documents: {listed}",
+                hint="give more characters of the docid, or a path",
+                candidates=[virtual_path(d.collection, d.path) for d in matches],
+            )
+        # Identical content at several paths shares a docid: any of them is the same text.
+        found = matches[0] if matches else None
+    if found is None:
+        raise _not_found(conn, ref)
+    return found
+
+
+def _by_path(conn: Any, ref: str, collections: Mapping[str, Collection]) -> store.StoredDocument | None:
+    if os.path.isabs(ref) or os.path.exists(ref):
+        real = os.path.realpath(ref)
+        for c in collections.values():
+            root = os.path.realpath(c.path)
+            if real.startswith(root + os.sep):
+                doc = store.document_at(conn, c.name, os.path.relpath(real, root).replace(os.sep, "/"))
+                if doc:
+                    return doc
+    try:
+        rel = normalize_rel(ref)
+    except UsageError:
+        return None
+    name, _, rest = rel.partition("/")
+    if name in collections and rest:
+        doc = store.document_at(conn, name, rest)
+        if doc:
+            return doc
+    # A bare relative path is accepted when exactly one collection has it.
+    hits = [doc for c in collections for doc in [store.document_at(conn, c, rel)] if doc]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _not_found(conn: Any, ref: str) -> DocumentNotFound:
+    known = [virtual_path(c, p) for c, p in store.all_paths(conn)]
+    key = ref if ref.startswith(VIRTUAL_PREFIX) else ref.lstrip("#")
+    close = difflib.get_close_matches(key, known, n=5, cutoff=0.4)
+    if not close:
+        tail = key.rsplit("/", 1)[-1].lower()
+        close = [p for p in known if tail and tail in p.lower()][:5]
+    hint = "similar: " + ", ".join(close) if close else "see `tansaku ls` for what is indexed"
+    return DocumentNotFound(f"no document matches {ref!r}", hint=hint, similar=close)
+
+
+def slice_document(
+    conn: Any,
+    doc: store.StoredDocument,
+    collections: Mapping[str, Collection],
+    contexts: Mapping[str, str],
+    bounds: LineRange,
+) -> DocumentSlice:
+    text = store.body(conn, doc.hash)
+    lines = split_lines(text)
+    start = max(1, bounds.from_line)
+    end = len(lines) if bounds.max_lines is None else min(len(lines), start - 1 + bounds.max_lines)
+    chosen: list[str] = []
+    used = 0
+    for line in lines[start - 1 : end]:
+        used += len(line.encode("utf-8")) + 1
+        if used > bounds.max_bytes and chosen:
+            break
+        chosen.append(line)
+    collection = collections[doc.collection]
+    disk_path = os.path.join(collection.path, *doc.path.split("/"))
+    return DocumentSlice(
+        docid=doc.hash[:6],
+        collection=doc.collection,
+        path=doc.path,
+        virtual_path=virtual_path(doc.collection, doc.path),
+        disk_path=disk_path,
+        title=doc.title,
+        contexts=contexts_for(contexts, doc.collection, doc.path),
+        size=doc.size,
+        total_lines=len(lines),
+        from_line=start,
+        lines=tuple(chosen),
+        truncated=start - 1 + len(chosen) < len(lines),
+        stale=is_stale(disk_path, doc.size, doc.mtime_ns),
+    )
+
+
+def multi_get(
+    conn: Any,
+    pattern: str,
+    collections: Mapping[str, Collection],
+    contexts: Mapping[str, str],
+    max_lines: int | None,
+    max_bytes: int = DEFAULT_MULTI_GET_MAX_BYTES,
+) -> MultiGetResult:
+    docs: list[store.StoredDocument] = []
+    warnings: list[Notice] = []
+    for item in split_comma_list(pattern):
+        if _GLOB_CHARS.search(item):
+            matched = _glob(conn, item, collections)
+            if not matched:
+                warnings.append(Notice("NO_MATCH", f"the pattern {item!r} matched no document"))
+            docs.extend(matched)
+        else:
+            try:
+                docs.append(resolve(conn, item, collections))
+            except DocumentNotFound as exc:
+                warnings.append(Notice("NO_MATCH", f"{exc.message} ({exc.hint})"))
+    seen: set[int] = set()
+    slices: list[DocumentSlice] = []
+    skipped: list[SkippedDocument] = []
+    for doc in docs:
+        if doc.id in seen:
+            continue
+        seen.add(doc.id)
+        if doc.size > max_bytes:
+            skipped.append(
+                SkippedDocument(
+                    virtual_path(doc.collection, doc.path),
+                    doc.size,
+                    f"larger than --max-bytes {max_bytes}; read it with `tansaku get` and -l/--from",
+                )
+            )
+            continue
+        bounds = LineRange(max_lines=max_lines, max_bytes=max_bytes)
+        slices.append(slice_document(conn, doc, collections, contexts, bounds))
+    return MultiGetResult(
+        pattern=pattern,
+        documents=tuple(slices),
+        skipped=tuple(skipped),
+        max_bytes=max_bytes,
+        max_lines=max_lines,
+        warnings=tuple(warnings),
+    )
+
+
+def _glob(conn: Any, pattern: str, collections: Mapping[str, Collection]) -> list[store.StoredDocument]:
+    """A glob over virtual paths: ``tansaku://notes/**/*.md``, ``notes/*.md`` or ``**/*.md``."""
+    if pattern.startswith(VIRTUAL_PREFIX):
+        rest = pattern[len(VIRTUAL_PREFIX) :]
+        name, _, rel_pattern = rest.partition("/")
+        names = [name]
+    else:
+        name, _, rel_pattern = pattern.partition("/")
+        if name in collections and rel_pattern:
+            names = [name]
+        else:
+            names, rel_pattern = sorted(collections), pattern
+    matcher = MaskMatcher(expand_masks([rel_pattern or "**"]))
+    found: list[store.StoredDocument] = []
+    for name in names:
+        if name not in collections:
+            continue
+        found.extend(doc for doc in store.list_documents(conn, name) if matcher.matches(doc.path))
+    return found

@@ -1,0 +1,100 @@
+"""Reading one file into a document: bytes -> hash, text, title. Never writes anything.
+
+Rules for awkward files (stated in docs/architecture.md):
+- larger than the size limit: skipped before reading (reason ``too-large``);
+- a NUL byte in the first 8 KiB: binary, skipped (``binary``);
+- invalid UTF-8: decoded with U+FFFD replacements and marked repaired when at most 1% of the
+  bytes are bad (a stray Latin-1 byte in a note should not hide the note), else skipped
+  (``invalid-utf8``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from ..types import SkippedFile
+
+BINARY_SNIFF_BYTES = 8192
+MAX_BAD_FRACTION = 0.01
+_FRONT_MATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+_TITLE_LINE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.M)
+_HEADING = re.compile(r"^[ ]{0,3}#[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+@dataclass(frozen=True)
+class ReadDocument:
+    rel_path: str
+    content_hash: str
+    text: str
+    title: str
+    size: int
+    repaired: bool
+
+
+def content_hash(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def read_document(rel_path: str, abs_path: str, size: int, max_bytes: int) -> ReadDocument | SkippedFile:
+    if size > max_bytes:
+        return SkippedFile(rel_path, f"too-large ({size} bytes > limit {max_bytes})")
+    try:
+        with open(abs_path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError as exc:
+        return SkippedFile(rel_path, f"unreadable ({exc.strerror or exc})")
+    if len(raw) > max_bytes:  # grew since it was listed
+        return SkippedFile(rel_path, f"too-large (over limit {max_bytes})")
+    if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
+        return SkippedFile(rel_path, "binary")
+    repaired = False
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
+        bad = text.count("\ufffd") - raw.count("\xef\xbf\xbd".encode("latin-1"))
+        if bad > max(1, len(raw) * MAX_BAD_FRACTION):
+            return SkippedFile(rel_path, "invalid-utf8")
+        repaired = True
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return ReadDocument(
+        rel_path=rel_path,
+        content_hash=content_hash(raw),
+        text=text,
+        title=extract_title(text, rel_path),
+        size=len(raw),
+        repaired=repaired,
+    )
+
+
+def extract_title(text: str, rel_path: str) -> str:
+    """Front-matter ``title``, else the first ``#`` heading, else the file name."""
+    body_start = 0
+    front = _FRONT_MATTER.match(text)
+    if front:
+        body_start = front.end()
+        found = _TITLE_LINE.search(front.group(1))
+        if found:
+            title = _unquote(found.group(1))
+            if title:
+                return title
+    heading = _HEADING.search(text, body_start)
+    if heading and heading.group(1).strip():
+        return heading.group(1).strip()
+    return PurePosixPath(rel_path).name
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1].strip()
+    return value.strip()
+
+
+def line_count(text: str) -> int:
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)

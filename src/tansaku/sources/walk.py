@@ -1,0 +1,152 @@
+"""Finding a collection's files: a read-only, deterministic walk of the collection root.
+
+The walk never opens a file. It yields a :class:`FoundFile` for every regular file whose path
+matches the masks, and a :class:`~tansaku.types.SkippedFile` for what the user asked for (by
+the masks) but cannot have: symlinks leaving the root or looping, unreadable entries, things
+that are not regular files. What is not the user's documents at all (hidden entries, ``.git``,
+``node_modules``, ignored paths) is left out silently.
+
+Output is sorted by ``rel_path``: each directory's entries are sorted with ``"/"`` appended to
+directory names, which makes the depth-first order equal to the plain string order of the
+full paths (``a-b.md`` < ``a.md`` < ``a/x.md``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config.masks import MaskMatcher
+from ..errors import PathNotFound
+from ..types import SkippedFile
+
+ALWAYS_SKIPPED_DIRS = frozenset({"node_modules"})  # .git and other dot-names go as hidden
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    rel_path: str  # posix, relative to the collection root
+    abs_path: str  # the path inside the collection (a symlink is not resolved)
+    size: int
+    mtime_ns: int
+
+
+def walk_collection(
+    root: Path, masks: MaskMatcher, ignore: MaskMatcher | None
+) -> Iterator[FoundFile | SkippedFile]:
+    """Yield the files of the collection at ``root`` chosen by ``masks`` and not by ``ignore``.
+
+    Raises :class:`PathNotFound` at once (not on first iteration) when ``root`` is missing,
+    is not a directory or cannot be listed: reporting that as one skipped entry would read as
+    "the collection is empty" and let an update drop every document.
+    """
+    top = os.path.abspath(root)
+    if not os.path.isdir(top):
+        what = "does not exist" if not os.path.lexists(top) else "is not a directory"
+        raise PathNotFound(f"collection root {top} {what}", path=top)
+    try:
+        entries = _sorted_entries(top)
+    except OSError as exc:
+        raise PathNotFound(f"cannot list collection root {top}: {exc.strerror or exc}", path=top) from exc
+    return _walk(top, entries, masks, ignore)
+
+
+def _sorted_entries(path: str) -> list[os.DirEntry[str]]:
+    with os.scandir(path) as it:
+        entries = list(it)
+    entries.sort(key=_sort_key)
+    return entries
+
+
+def _sort_key(entry: os.DirEntry[str]) -> str:
+    try:
+        is_dir = entry.is_dir()
+    except OSError:
+        is_dir = False
+    return entry.name + "/" if is_dir else entry.name
+
+
+def _is_within(real: str, real_root: str) -> bool:
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _walk(
+    top: str, root_entries: list[os.DirEntry[str]], masks: MaskMatcher, ignore: MaskMatcher | None
+) -> Iterator[FoundFile | SkippedFile]:
+    real_root = os.path.realpath(top)
+    # Real paths of every directory entered: a symlink to any of them would walk it twice, or
+    # forever when it points at an ancestor.
+    visited = {real_root}
+    # Each frame: (rel path of the directory, "" for the root; its real path; its entries left).
+    stack: list[tuple[str, str, Iterator[os.DirEntry[str]]]] = [("", real_root, iter(root_entries))]
+    while stack:
+        rel_dir, real_dir, entries = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        name = entry.name
+        if name.startswith("."):
+            continue
+        rel = f"{rel_dir}/{name}" if rel_dir else name
+        try:
+            is_link = entry.is_symlink()
+            # For a plain entry this is the d_type from the listing; only symlinks cost a stat.
+            st = os.stat(entry.path) if is_link else None
+            is_dir = stat.S_ISDIR(st.st_mode) if st is not None else entry.is_dir(follow_symlinks=False)
+        except OSError as exc:
+            if (ignore is None or not ignore.matches(rel)) and masks.matches(rel):
+                reason = "symlink-loop" if exc.errno == errno.ELOOP else "unreadable"
+                yield SkippedFile(rel, reason)
+            continue
+
+        if is_dir:
+            if name in ALWAYS_SKIPPED_DIRS or (ignore is not None and ignore.matches_dir(rel)):
+                continue
+            if is_link:
+                real = os.path.realpath(entry.path)
+                problem = None
+                if not _is_within(real, real_root):
+                    problem = "symlink-outside-root"
+                elif real in visited:
+                    problem = "symlink-loop"
+                if problem is not None:
+                    if masks.may_match_below(rel) or masks.matches(rel):
+                        yield SkippedFile(rel + "/", problem)
+                    continue
+            else:
+                # Not a link, so no syscall is needed to know where it really is.
+                real = os.path.join(real_dir, name)
+            if masks.matches(rel):
+                yield SkippedFile(rel, "not-a-file")
+            if not masks.may_match_below(rel):
+                continue
+            try:
+                children = _sorted_entries(entry.path)
+            except OSError:
+                yield SkippedFile(rel + "/", "unreadable")
+                continue
+            visited.add(real)
+            stack.append((rel, real, iter(children)))
+            continue
+
+        if not masks.matches(rel) or (ignore is not None and ignore.matches(rel)):
+            continue
+        if is_link and not _is_within(os.path.realpath(entry.path), real_root):
+            yield SkippedFile(rel, "symlink-outside-root")
+            continue
+        if st is None:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                # Listed a moment ago, gone or unreadable now.
+                yield SkippedFile(rel, "unreadable")
+                continue
+        if not stat.S_ISREG(st.st_mode):
+            yield SkippedFile(rel, "not-a-file")
+            continue
+        yield FoundFile(rel, entry.path, st.st_size, st.st_mtime_ns)

@@ -1,0 +1,198 @@
+"""Opening the index: one place for the binding, pragmas, schema checks, locking and error mapping.
+
+The binding is ``sqlean`` (a drop-in DB-API sqlite3 with FTS5 and extension loading on every
+platform), so later vector support can load sqlite-vec on the same connections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import sqlean as sqlite3
+
+from ..errors import IndexCorrupt, IndexLocked, IndexMissing, IndexSchemaMismatch
+from .migrations import SCHEMA_VERSION, migrate
+
+Connection = sqlite3.Connection
+DatabaseError = sqlite3.DatabaseError
+LOCK_TIMEOUT_ENV = "TANSAKU_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = 10.0
+
+
+def lock_timeout() -> float:
+    try:
+        return float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT))
+    except ValueError:
+        return DEFAULT_LOCK_TIMEOUT
+
+
+def _connect(path: Path, *, readonly: bool) -> Connection:
+    if readonly:
+        uri = f"file:{path.as_posix()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=lock_timeout(), isolation_level=None)
+    else:
+        conn = sqlite3.connect(str(path), timeout=lock_timeout(), isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _check_schema(conn: Connection, path: Path) -> int:
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        raise _map_error(exc, path) from exc
+    except sqlite3.DatabaseError as exc:
+        raise corrupt(path, exc) from exc
+    return int(version)
+
+
+def corrupt(path: Path, exc: BaseException) -> IndexCorrupt:
+    return IndexCorrupt(
+        f"the index {path} is damaged or not a tansaku index ({exc})",
+        hint="it is derived data: move it aside and run `tansaku update` to rebuild it",
+    )
+
+
+def locked(path: Path) -> IndexLocked:
+    holder = read_lock_holder(path)
+    who = f" by {holder}" if holder else ""
+    return IndexLocked(
+        f"the index {path} is locked{who}; gave up after {lock_timeout():g} s",
+        hint=f"wait for the other command to finish, or raise {LOCK_TIMEOUT_ENV}",
+    )
+
+
+def _map_error(exc: BaseException, path: Path) -> Exception:
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return locked(path)
+    if "unable to open" in text:
+        return IndexMissing(f"cannot open the index {path}", hint="check the path and its permissions")
+    return corrupt(path, exc)
+
+
+def open_read(path: Path) -> Connection:
+    """Open an existing index for reading. Never creates or changes anything."""
+    if not path.exists():
+        raise IndexMissing(
+            f"no index at {path}",
+            hint="create it by adding a folder: `tansaku collection add PATH`",
+        )
+    conn = _connect(path, readonly=True)
+    version = _check_schema(conn, path)
+    if version != SCHEMA_VERSION:
+        conn.close()
+        raise schema_mismatch(path, version)
+    return conn
+
+
+def schema_mismatch(path: Path, version: int) -> IndexSchemaMismatch:
+    if version > SCHEMA_VERSION:
+        return IndexSchemaMismatch(
+            f"the index {path} has schema version {version}, newer than this tansaku "
+            f"understands ({SCHEMA_VERSION})",
+            hint="upgrade tansaku, or use another --index",
+        )
+    return IndexSchemaMismatch(
+        f"the index {path} has schema version {version}; this tansaku uses {SCHEMA_VERSION}",
+        hint="run `tansaku update` to upgrade it",
+    )
+
+
+def open_write(path: Path) -> Connection:
+    """Open (creating if needed) the index for writing, migrating an older schema."""
+    if not path.exists():
+        _create_aside(path)
+    conn = _connect(path, readonly=False)
+    version = _check_schema(conn, path)
+    if version > SCHEMA_VERSION:
+        conn.close()
+        raise schema_mismatch(path, version)
+    if version < SCHEMA_VERSION:
+        with write_lock(conn, path):
+            migrate(conn)
+    return conn
+
+
+def _create_aside(path: Path) -> None:
+    """Build a new, empty index beside the final name and rename it into place.
+
+    A crash or a full disk during creation leaves only a stray temporary file, never a
+    half-made index under the real name.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("BEGIN")
+            migrate(conn)
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+        for suffix in ("-wal", "-shm"):
+            Path(str(tmp) + suffix).unlink(missing_ok=True)
+        if path.exists():  # another process won the race: keep theirs
+            tmp.unlink(missing_ok=True)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _lock_file(path: Path) -> Path:
+    return path.with_name(path.name + ".writer")
+
+
+def read_lock_holder(path: Path) -> str | None:
+    try:
+        info = json.loads(_lock_file(path).read_text(encoding="utf-8"))
+        return f"pid {info['pid']} ({info['command']}, since {info['since']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+@contextlib.contextmanager
+def write_lock(conn: Connection, path: Path, command: str = "tansaku") -> Iterator[None]:
+    """One writer at a time: ``BEGIN IMMEDIATE`` waits up to the lock timeout, then fails clearly.
+
+    Readers are not blocked (WAL). The side file only names the holder for the error message.
+    """
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise _map_error(exc, path) from exc
+    info: dict[str, Any] = {
+        "pid": os.getpid(),
+        "command": command,
+        "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    lock_file = _lock_file(path)
+    with contextlib.suppress(OSError):
+        lock_file.write_text(json.dumps(info), encoding="utf-8")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            lock_file.unlink()
+
+
+def translate(exc: BaseException, path: Path) -> Exception:
+    """Map a sqlite exception raised mid-operation to the matching tansaku error."""
+    return _map_error(exc, path)

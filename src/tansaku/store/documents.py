@@ -1,0 +1,242 @@
+"""SQL for documents, their text and their keyword rows. Callers pass text already segmented."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# Column weights for bm25(): path, title, body. Title matters most.
+BM25_WEIGHTS = (1.5, 4.0, 1.0)
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    id: int
+    collection: str
+    path: str
+    hash: str
+    title: str
+    size: int
+    mtime_ns: int
+    line_count: int
+    repaired: bool
+    indexed_at: str
+
+
+_COLUMNS = "id, collection, path, hash, title, size, mtime_ns, line_count, repaired, indexed_at"
+
+
+def _doc(row: Any) -> StoredDocument:
+    return StoredDocument(
+        id=row["id"],
+        collection=row["collection"],
+        path=row["path"],
+        hash=row["hash"],
+        title=row["title"],
+        size=row["size"],
+        mtime_ns=row["mtime_ns"],
+        line_count=row["line_count"],
+        repaired=bool(row["repaired"]),
+        indexed_at=row["indexed_at"],
+    )
+
+
+def documents_in(conn: Any, collection: str) -> dict[str, StoredDocument]:
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE collection = ?", (collection,))
+    return {row["path"]: _doc(row) for row in rows}
+
+
+def list_documents(conn: Any, collection: str, prefix: str = "") -> list[StoredDocument]:
+    if prefix:
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM documents WHERE collection = ? AND (path = ? OR substr(path, 1, ?) = ?)"
+            " ORDER BY path",
+            (collection, prefix, len(prefix) + 1, prefix + "/"),
+        )
+    else:
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM documents WHERE collection = ? ORDER BY path", (collection,)
+        )
+    return [_doc(row) for row in rows]
+
+
+def all_documents(conn: Any, collections: Sequence[str] | None = None) -> list[StoredDocument]:
+    if collections is None:
+        rows = conn.execute(f"SELECT {_COLUMNS} FROM documents ORDER BY collection, path")
+    else:
+        marks = ",".join("?" * len(collections))
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM documents WHERE collection IN ({marks}) ORDER BY collection, path",
+            tuple(collections),
+        )
+    return [_doc(row) for row in rows]
+
+
+def document_at(conn: Any, collection: str, path: str) -> StoredDocument | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM documents WHERE collection = ? AND path = ?", (collection, path)
+    ).fetchone()
+    return _doc(row) if row else None
+
+
+def documents_by_hash_prefix(conn: Any, prefix: str, limit: int = 20) -> list[StoredDocument]:
+    # A range scan uses the hash index; LIKE would not (it is case-insensitive by default).
+    upper = prefix + "\uffff"
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM documents WHERE hash >= ? AND hash < ? ORDER BY collection, path LIMIT ?",
+        (prefix, upper, limit),
+    )
+    return [_doc(row) for row in rows]
+
+
+def documents_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, StoredDocument]:
+    ids = list(ids)
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE id IN ({marks})", ids)
+    return {row["id"]: _doc(row) for row in rows}
+
+
+def body(conn: Any, content_hash: str) -> str:
+    row = conn.execute("SELECT body FROM content WHERE hash = ?", (content_hash,)).fetchone()
+    return row["body"] if row else ""
+
+
+def bodies(conn: Any, hashes: Iterable[str]) -> dict[str, str]:
+    hashes = list(set(hashes))
+    if not hashes:
+        return {}
+    marks = ",".join("?" * len(hashes))
+    rows = conn.execute(f"SELECT hash, body FROM content WHERE hash IN ({marks})", hashes)
+    return {row["hash"]: row["body"] for row in rows}
+
+
+def has_content(conn: Any, content_hash: str) -> bool:
+    return conn.execute("SELECT 1 FROM content WHERE hash = ?", (content_hash,)).fetchone() is not None
+
+
+def put_content(conn: Any, content_hash: str, text: str) -> None:
+    conn.execute("INSERT OR IGNORE INTO content (hash, body) VALUES (?, ?)", (content_hash, text))
+
+
+def insert_document(conn: Any, doc: StoredDocument, fts_path: str, fts_title: str, fts_body: str) -> int:
+    cursor = conn.execute(
+        "INSERT INTO documents (collection, path, hash, title, size, mtime_ns, line_count, repaired,"
+        " indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            doc.collection,
+            doc.path,
+            doc.hash,
+            doc.title,
+            doc.size,
+            doc.mtime_ns,
+            doc.line_count,
+            int(doc.repaired),
+            doc.indexed_at,
+        ),
+    )
+    doc_id = int(cursor.lastrowid)
+    conn.execute(
+        "INSERT INTO documents_fts (rowid, path, title, body) VALUES (?, ?, ?, ?)",
+        (doc_id, fts_path, fts_title, fts_body),
+    )
+    return doc_id
+
+
+def delete_document(conn: Any, doc_id: int) -> None:
+    conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
+    conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+
+def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
+    """Same content, new stat: remember the stat so the next update skips the file unread."""
+    conn.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id))
+
+
+def prune_content(conn: Any) -> int:
+    cursor = conn.execute("DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)")
+    return cursor.rowcount
+
+
+def delete_collection(conn: Any, collection: str) -> int:
+    ids = [row[0] for row in conn.execute("SELECT id FROM documents WHERE collection = ?", (collection,))]
+    for doc_id in ids:
+        conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
+    conn.execute("DELETE FROM documents WHERE collection = ?", (collection,))
+    conn.execute("DELETE FROM collection_state WHERE name = ?", (collection,))
+    prune_content(conn)
+    return len(ids)
+
+
+def rename_collection(conn: Any, old: str, new: str) -> None:
+    conn.execute("UPDATE documents SET collection = ? WHERE collection = ?", (new, old))
+    conn.execute("UPDATE collection_state SET name = ? WHERE name = ?", (new, old))
+
+
+def set_collection_state(conn: Any, name: str, root: str, last_update: str) -> None:
+    conn.execute(
+        "INSERT INTO collection_state (name, root, last_update) VALUES (?, ?, ?)"
+        " ON CONFLICT (name) DO UPDATE SET root = excluded.root, last_update = excluded.last_update",
+        (name, root, last_update),
+    )
+
+
+def collection_states(conn: Any) -> dict[str, str | None]:
+    return {
+        row["name"]: row["last_update"]
+        for row in conn.execute("SELECT name, last_update FROM collection_state")
+    }
+
+
+def collection_counts(conn: Any) -> dict[str, tuple[int, int]]:
+    """name -> (document count, total bytes)."""
+    rows = conn.execute(
+        "SELECT collection, count(*) AS n, sum(size) AS bytes FROM documents GROUP BY collection"
+    )
+    return {row["collection"]: (row["n"], row["bytes"] or 0) for row in rows}
+
+
+def all_paths(conn: Any) -> list[tuple[str, str]]:
+    return [(row[0], row[1]) for row in conn.execute("SELECT collection, path FROM documents")]
+
+
+# --- keyword search -----------------------------------------------------------------------------
+
+_WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
+
+
+def keyword_search(conn: Any, expression: str, collection: str, limit: int | None) -> list[tuple[int, float]]:
+    """(document id, raw bm25) best first, for one collection. bm25 is negative: lower is better."""
+    sql = (
+        f"SELECT f.rowid AS id, bm25(documents_fts, {_WEIGHTS}) AS score FROM documents_fts AS f"
+        " JOIN documents AS d ON d.id = f.rowid"
+        " WHERE documents_fts MATCH ? AND d.collection = ? ORDER BY score, d.path"
+    )
+    params: tuple[Any, ...] = (expression, collection)
+    if limit is not None:
+        sql += " LIMIT ?"
+        params += (limit,)
+    return [(row[0], row[1]) for row in conn.execute(sql, params)]
+
+
+def keyword_count(conn: Any, expression: str, collection: str) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM documents_fts AS f JOIN documents AS d ON d.id = f.rowid"
+        " WHERE documents_fts MATCH ? AND d.collection = ?",
+        (expression, collection),
+    ).fetchone()
+    return int(row[0])
+
+
+def matching_ids(conn: Any, expression: str, ids: Sequence[int]) -> set[int]:
+    """Which of these documents match an expression (used to count matched query terms)."""
+    if not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND rowid IN ({marks})",
+        (expression, *ids),
+    )
+    return {row[0] for row in rows}

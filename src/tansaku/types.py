@@ -1,0 +1,181 @@
+"""Typed results shared by the library, the renderers and (later) the servers.
+
+Field names here are the JSON contract (see docs/formats.md): renderers turn these into text and
+never query the store themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCHEME = "tansaku"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A warning attached to a result: something the reader must know, with a stable code."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Collection:
+    name: str
+    path: str
+    masks: tuple[str, ...] = ("**/*.md",)
+    ignore: tuple[str, ...] = ()
+    update: str | None = None
+    include: bool = True
+
+
+@dataclass(frozen=True)
+class Context:
+    path: str  # "/" for global, else a virtual path such as tansaku://notes/meetings
+    text: str
+
+
+@dataclass(frozen=True)
+class Snippet:
+    start_line: int  # 1-based line number in the source file of lines[0]
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Hit:
+    docid: str
+    score: float
+    collection: str
+    path: str  # relative to the collection root, with forward slashes
+    virtual_path: str
+    disk_path: str
+    title: str
+    contexts: tuple[str, ...]
+    snippet: Snippet
+    stale: bool = False
+    matched_terms: int = 0
+    total_terms: int = 0
+    body: str | None = None  # only with --full
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    mode: str
+    hits: tuple[Hit, ...]
+    total: int  # matching documents before the limit was applied
+    limit: int | None  # None = --all
+    warnings: tuple[Notice, ...] = ()
+    took_ms: float = 0.0
+    collections: tuple[str, ...] = ()  # the collections that were searched
+
+
+@dataclass(frozen=True)
+class DocumentSlice:
+    """A bounded view of one document: lines [from_line, from_line + len(lines))."""
+
+    docid: str
+    collection: str
+    path: str
+    virtual_path: str
+    disk_path: str
+    title: str
+    contexts: tuple[str, ...]
+    size: int
+    total_lines: int
+    from_line: int
+    lines: tuple[str, ...]
+    truncated: bool  # True when lines after the slice exist and were not returned
+    stale: bool = False
+
+
+@dataclass(frozen=True)
+class SkippedDocument:
+    virtual_path: str
+    size: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class MultiGetResult:
+    pattern: str
+    documents: tuple[DocumentSlice, ...]
+    skipped: tuple[SkippedDocument, ...]
+    max_bytes: int
+    max_lines: int | None
+    warnings: tuple[Notice, ...] = ()
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    # binary | invalid-utf8 | too-large | unreadable | symlink-outside-root | symlink-loop | not-a-file
+    reason: str
+
+
+@dataclass(frozen=True)
+class HookRun:
+    command: str
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@dataclass
+class CollectionUpdate:
+    """What one collection's update did (or, with dry_run, would do)."""
+
+    name: str
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    moved: list[tuple[str, str]] = field(default_factory=list)  # (old path, new path)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    repaired: list[str] = field(default_factory=list)  # invalid UTF-8 decoded with replacement
+    skipped: list[SkippedFile] = field(default_factory=list)
+    hook: HookRun | None = None
+    hook_pending: str | None = None  # dry run: the hook that would run
+    failed: str | None = None  # why this collection was not updated
+
+
+@dataclass
+class UpdateReport:
+    dry_run: bool
+    collections: list[CollectionUpdate]
+    took_ms: float = 0.0
+    warnings: list[Notice] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.failed is None for c in self.collections)
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    collection: Collection
+    documents: int
+    last_update: str | None  # ISO 8601 UTC
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    virtual_path: str
+    docid: str
+    size: int
+    modified: str  # ISO 8601 UTC
+    title: str
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    index_path: str
+    index_exists: bool
+    index_bytes: int
+    schema_version: int | None
+    code_schema_version: int
+    config_path: str
+    collections: tuple[CollectionInfo, ...]
+    contexts: tuple[Context, ...]
+    pending: tuple[str, ...]  # human sentences: what `update` would have to do
+    warnings: tuple[Notice, ...] = ()

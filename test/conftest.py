@@ -1,0 +1,92 @@
+"""Shared fixtures: every test gets its own config dir and index file, never the real home."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "fixtures" / "sample"
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> object:
+        return json.loads(self.stdout)
+
+    def error(self) -> dict:
+        return json.loads(self.stderr)["error"]
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TANSAKU_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("TANSAKU_INDEX_PATH", str(tmp_path / "cache" / "index.sqlite"))
+    monkeypatch.setenv("TANSAKU_LOCK_TIMEOUT", "0.5")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def index_path(isolated: Path) -> Path:
+    return isolated / "cache" / "index.sqlite"
+
+
+@pytest.fixture
+def config_path(isolated: Path) -> Path:
+    return isolated / "config" / "index.toml"
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    """A private copy of the bundled sample collection (tests may change it)."""
+    target = tmp_path / "sample"
+    shutil.copytree(SAMPLE, target)
+    return target
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
+    """Run the CLI in-process, capturing output. Unexpected exceptions propagate (TANSAKU_DEBUG)."""
+    from tansaku.cli.main import main
+
+    def run(*args: str, cwd: Path | None = None) -> CliResult:
+        out, err = io.StringIO(), io.StringIO()
+        monkeypatch.setattr(sys, "stdout", out)
+        monkeypatch.setattr(sys, "stderr", err)
+        monkeypatch.setenv("TANSAKU_DEBUG", "1")
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse usage errors
+            code = int(exc.code or 0)
+        finally:
+            monkeypatch.setattr(sys, "stdout", sys.__stdout__)
+            monkeypatch.setattr(sys, "stderr", sys.__stderr__)
+        return CliResult(code, out.getvalue(), err.getvalue())
+
+    return run
+
+
+@pytest.fixture
+def indexed(cli: Callable[..., CliResult], sample: Path) -> Path:
+    result = cli("collection", "add", sample, "--name", "sample")
+    assert result.exit_code == 0, result.stderr
+    return sample

@@ -1,0 +1,196 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import sqlean as sqlite3
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tansaku.search.query import Mode, ParsedQuery, Term, fts_expression, fts_term, parse_query
+from tansaku.text.cjk import segment
+
+SCHEMA = (
+    "CREATE VIRTUAL TABLE fts USING fts5(path, title, body, "
+    "tokenize='porter unicode61 remove_diacritics 2', content='', contentless_delete=1)"
+)
+ROWS = [
+    ("a.md", "Running notes", "we run the exact phrase test every day"),
+    ("b.md", "Phrase order", "the phrase exact appears reversed here"),
+    ("c.md", "Compression", segment("文件压缩和权限管理")),
+    ("d.md", "Café", "naïve résumé with (parentheses) and AND OR NOT NEAR words"),
+]
+
+
+@pytest.fixture(scope="module")
+def db() -> Iterator[sqlite3.Connection]:
+    connection = sqlite3.connect(":memory:")
+    connection.execute(SCHEMA)
+    connection.executemany("INSERT INTO fts(path, title, body) VALUES (?, ?, ?)", ROWS)
+    yield connection
+    connection.close()
+
+
+def search(db: sqlite3.Connection, query: str, mode: Mode = "all") -> set[str]:
+    expression = fts_expression(parse_query(query), mode)
+    if expression is None:
+        return set()
+    # A contentless table stores no columns, so map rowids back to the inserted paths.
+    rows = db.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (expression,)).fetchall()
+    return {ROWS[rowid - 1][0] for (rowid,) in rows}
+
+
+def W(text: str, negated: bool = False) -> Term:
+    return Term(text, "word", negated)
+
+
+def P(text: str, negated: bool = False) -> Term:
+    return Term(text, "phrase", negated)
+
+
+def X(text: str, negated: bool = False) -> Term:
+    return Term(text, "prefix", negated)
+
+
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("hello world", [W("hello"), W("world")]),
+        ("Hello WORLD", [W("hello"), W("world")]),
+        ('"exact phrase" other', [P("exact phrase"), W("other")]),
+        ('"  spaced   out  "', [P("spaced out")]),
+        ('"unbalanced phrase', [P("unbalanced phrase")]),
+        ('foo "bar baz', [W("foo"), P("bar baz")]),
+        ('foo"bar baz"', [W("foo"), P("bar baz")]),
+        ("-negated word", [W("negated", True), W("word")]),
+        ('-"not this" that', [P("not this", True), W("that")]),
+        ("foo-bar", [W("foo-bar")]),
+        ("- lonely dash", [W("lonely"), W("dash")]),
+        ("ab* c", [X("ab"), W("c")]),
+        ("ab** c", [X("ab"), W("c")]),
+        ("-ab*", [X("ab", True)]),
+        ("* ** *ab a*b", [W("*ab"), W("a*b")]),
+        (
+            "cats AND dogs OR NOT birds NEAR",
+            [W("cats"), W("and"), W("dogs"), W("or"), W("not"), W("birds"), W("near")],
+        ),
+        ("title:foo (bar) +baz ^qux", [W("title:foo"), W("(bar)"), W("+baz"), W("^qux")]),
+        ("!!! ... 🎉 -- ( ) _", []),
+        ("back\\slash", [W("back\\slash")]),
+        ("Ünïcödé", [W("ünïcödé")]),
+        ("repeat repeat", [W("repeat")]),
+        ("nul\x00byte", [W("nul"), W("byte")]),
+        ("lone\udcffsurrogate", [W("lone"), W("surrogate")]),
+        ("", []),
+        ("文件压缩", [W("文件"), W("压缩")]),
+        ("abc压缩", [W("abc"), W("压缩")]),
+        ("-文件压缩", [P("文件 压缩", True)]),
+        ("-压缩", [W("压缩", True)]),
+        ("压缩*", [X("压缩")]),
+        ('"文件压缩"', [P("文件 压缩")]),
+    ],
+)
+def test_parse_query(query: str, terms: list[Term]) -> None:
+    assert parse_query(query) == ParsedQuery(tuple(terms))
+
+
+def test_positive_and_negative() -> None:
+    parsed = parse_query('a -b "c d" -"e f" g*')
+    assert parsed.positive == (W("a"), P("c d"), X("g"))
+    assert parsed.negative == (W("b", True), P("e f", True))
+    assert parsed.highlight_terms == ("a", "c d", "g*")
+
+
+@pytest.mark.parametrize(
+    ("query", "mode", "expression"),
+    [
+        ("hello world", "all", '"hello" AND "world"'),
+        ("hello world", "any", '("hello" OR "world")'),
+        ("single", "any", '("single")'),
+        ('"exact phrase" pre*', "all", '"exact phrase" AND "pre" *'),
+        ('a -b -"c d"', "all", '"a" NOT "b" NOT "c d"'),
+        ("a b -c", "any", '("a" OR "b") NOT "c"'),
+        ('say"hi', "all", '"say" AND "hi"'),
+        ('"say ""hi"""', "all", '"say" AND "hi"'),
+        ("NEAR(a b)", "all", '"near(a" AND "b)"'),
+        ("-only -negatives", "all", None),
+        ("", "all", None),
+        ("🎉 ***", "any", None),
+    ],
+)
+def test_fts_expression(query: str, mode: Mode, expression: str | None) -> None:
+    assert fts_expression(parse_query(query), mode) == expression
+
+
+def test_embedded_quotes_are_doubled() -> None:
+    assert fts_term(W('a"b')) == '"a""b"'
+    assert fts_term(X('a"b')) == '"a""b" *'
+    assert fts_term(P("a b", True)) == '"a b"'
+
+
+def test_unknown_mode_is_rejected() -> None:
+    with pytest.raises(ValueError, match="mode"):
+        fts_expression(parse_query("a"), "some")  # type: ignore[arg-type]
+
+
+def test_many_negatives_stay_within_fts5_depth_limit(db: sqlite3.Connection) -> None:
+    query = "run " + " ".join(f"-x{i}" for i in range(400))
+    assert search(db, query) == {"a.md"}
+
+
+def test_porter_stemming_matches_inflections(db: sqlite3.Connection) -> None:
+    assert search(db, "running") == {"a.md"}
+    assert search(db, "runs") == {"a.md"}
+
+
+def test_phrase_requires_adjacency(db: sqlite3.Connection) -> None:
+    assert search(db, "exact phrase") == {"a.md", "b.md"}
+    assert search(db, '"exact phrase"') == {"a.md"}
+    assert search(db, '"phrase exact"') == {"b.md"}
+
+
+def test_modes_and_negation(db: sqlite3.Connection) -> None:
+    assert search(db, "exact reversed") == {"b.md"}
+    assert search(db, "exact reversed", "any") == {"a.md", "b.md"}
+    assert search(db, "exact -reversed") == {"a.md"}
+    assert search(db, 'phrase -"phrase exact"') == {"a.md"}
+
+
+def test_prefix_and_diacritics(db: sqlite3.Connection) -> None:
+    assert search(db, "parenth*") == {"d.md"}
+    assert search(db, "cafe resume") == {"d.md"}
+    assert search(db, "p*") == {"a.md", "b.md", "d.md"}
+
+
+def test_operators_typed_by_users_are_words(db: sqlite3.Connection) -> None:
+    assert search(db, "AND OR NOT NEAR") == {"d.md"}
+    assert search(db, "(parentheses)") == {"d.md"}
+    assert search(db, "body:naïve") == set()  # "body" is a word here, not a column
+    assert search(db, "naïve:résumé") == {"d.md"}
+
+
+def test_cjk_words_are_found(db: sqlite3.Connection) -> None:
+    assert search(db, "压缩") == {"c.md"}
+    assert search(db, "权限管理") == {"c.md"}
+    assert search(db, '"压缩"') == {"c.md"}
+    assert search(db, '"文件压缩"') == {"c.md"}
+    assert search(db, "压缩 -权限") == set()
+
+
+QUERY_CHARS = [*'"()*:^-+ \\', " AND ", " OR ", " NOT ", " NEAR ", "NEAR(", "a", "b", "压缩", "é", "\x00"]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    query=st.one_of(
+        st.text(),
+        st.text(alphabet=st.characters(codec="utf-8")),
+        st.lists(st.sampled_from(QUERY_CHARS)).map("".join),
+        st.text(alphabet='"()*:^-+ ANDORTNEA'),
+    ),
+    mode=st.sampled_from(["all", "any"]),
+)
+def test_no_query_raises(db: sqlite3.Connection, query: str, mode: Mode) -> None:
+    expression = fts_expression(parse_query(query), mode)
+    if expression is not None:
+        db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (expression,)).fetchone()
