@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -13,11 +14,15 @@ from ..errors import EmptyQuery
 from ..paths import virtual_path
 from ..store import documents as store
 from ..types import Collection, Hit, Notice, SearchResult
-from .query import ParsedQuery, Term, fts_expression, fts_term, parse_query
+from .query import ParsedQuery, fts_expression, fts_term, parse_query
 from .snippets import best_snippet
 
-# How many documents the "match some terms" fallback considers before counting terms per document.
+# How many documents the "match some terms" fallback considers.
 FALLBACK_CANDIDATES = 200
+# FTS5 orders candidates; tansaku re-scores a pool this many times the limit (at least
+# MIN_POOL), so its own IDF can reorder documents near the cut-off.
+POOL_FACTOR = 4
+MIN_POOL = 40
 
 
 @dataclass(frozen=True)
@@ -27,10 +32,20 @@ class SearchOptions:
     full: bool = False
 
 
-def normalize_bm25(raw: float) -> float:
-    """FTS5's bm25 is negative (better = lower); map |x| into 0..1, monotonically."""
-    x = abs(raw)
+def normalize(x: float) -> float:
+    """Map a non-negative BM25 sum into 0..1, monotonically: x / (1 + x)."""
     return x / (1.0 + x)
+
+
+def fts_idf(n_docs: int, df: int) -> float:
+    """The IDF FTS5 uses inside bm25(): clamped to 1e-6 for terms in over half the documents."""
+    return max(math.log((n_docs - df + 0.5) / (df + 0.5)), 1e-6)
+
+
+def smooth_idf(n_docs: int, df: int) -> float:
+    """IDF that stays positive for common terms (Lucene's form): a term in most documents of a
+    small collection still counts a little, so its documents do not all score 0.00."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
 def search(
@@ -50,24 +65,25 @@ def search(
             hint="give at least one word that is not negated with '-'",
         )
     notices = list(warnings)
-    scored: list[tuple[int, float, int]] = []  # (doc id, score, matched terms)
-    total = 0
-    for collection in collections:
-        rows = store.keyword_search(conn, expression, collection.name, options.limit)
-        total += store.keyword_count(conn, expression, collection.name) if options.limit else len(rows)
-        n_terms = len(parsed.positive)
-        scored.extend((doc_id, normalize_bm25(raw), n_terms) for doc_id, raw in rows)
-    if not scored and len(parsed.positive) > 1:
-        scored, total = _partial_matches(conn, parsed, collections)
-        if scored:
-            notices.append(
-                Notice(
-                    "PARTIAL_MATCH",
-                    f"no document contains all {len(parsed.positive)} terms; showing documents that "
-                    "contain some of them, most terms first",
-                )
+    pool = None if options.limit is None else max(options.limit * POOL_FACTOR, MIN_POOL)
+    candidates, total = _candidates(conn, expression, collections, pool)
+    partial = False
+    if not candidates and len(parsed.positive) > 1:
+        any_expression = fts_expression(parsed, "any")
+        if any_expression is not None:
+            candidates, total = _candidates(conn, any_expression, collections, FALLBACK_CANDIDATES)
+            partial = bool(candidates)
+    scored = rescore(conn, parsed, candidates)
+    if partial:
+        notices.append(
+            Notice(
+                "PARTIAL_MATCH",
+                f"no document contains all {len(parsed.positive)} terms; showing documents that "
+                "contain some of them, most terms first",
             )
-    scored.sort(key=lambda item: (-item[2], -item[1]))
+        )
+    # Documents matching more terms first (only differs in the partial fallback), then score.
+    scored.sort(key=lambda item: (-item[2], -item[1], item[0]))
     scored = [item for item in scored if item[1] >= options.min_score]
     if options.limit is not None:
         scored = scored[: options.limit]
@@ -84,35 +100,47 @@ def search(
     )
 
 
-def _partial_matches(
-    conn: Any, parsed: ParsedQuery, collections: Sequence[Collection]
-) -> tuple[list[tuple[int, float, int]], int]:
-    """Rank documents by how many query terms they contain, then by BM25 of the OR query."""
-    any_expression = fts_expression(parsed, "any")
-    if any_expression is None:
-        return [], 0
-    negatives = "".join(f" NOT {fts_term(_positive(t))}" for t in parsed.negative)
-    candidates: list[tuple[int, float]] = []
+def _candidates(
+    conn: Any, expression: str, collections: Sequence[Collection], pool: int | None
+) -> tuple[list[int], int]:
+    """Best-first document ids per collection (each collection gets its own pool) and the total."""
+    ids: list[int] = []
     total = 0
     for collection in collections:
-        candidates.extend(store.keyword_search(conn, any_expression, collection.name, FALLBACK_CANDIDATES))
-        total += store.keyword_count(conn, any_expression, collection.name)
-    ids = [doc_id for doc_id, _ in candidates]
+        rows = store.keyword_search(conn, expression, collection.name, pool)
+        ids.extend(doc_id for doc_id, _ in rows)
+        total += store.keyword_count(conn, expression, collection.name) if pool is not None else len(rows)
+    return ids, total
+
+
+def rescore(conn: Any, parsed: ParsedQuery, ids: Sequence[int]) -> list[tuple[int, float, int]]:
+    """(doc id, score 0..1, terms matched) with BM25 recomputed per term using ``smooth_idf``.
+
+    BM25 is a sum over query phrases, so asking FTS5 for each phrase alone and swapping its IDF
+    gives exact per-term parts. Partial matches are scaled by the fraction of terms present, so
+    a document with 2 of 3 terms never outranks one with all 3 on score alone.
+    """
+    if not ids:
+        return []
+    n_docs = max(store.document_total(conn), 1)
+    sums = dict.fromkeys(ids, 0.0)
     matched = dict.fromkeys(ids, 0)
-    for term in parsed.positive:
-        for doc_id in store.matching_ids(conn, fts_term(term) + negatives, ids):
+    terms = parsed.positive
+    for term in terms:
+        phrase = fts_term(term)
+        df = store.phrase_frequency(conn, phrase)
+        if df == 0:
+            continue
+        factor = smooth_idf(n_docs, df) / fts_idf(n_docs, df)
+        for doc_id, raw in store.phrase_bm25(conn, phrase, ids).items():
+            sums[doc_id] += abs(raw) * factor
             matched[doc_id] += 1
-    n_terms = len(parsed.positive)
-    # The score says how partial the match is: BM25 scaled by the fraction of terms present.
+    n_terms = max(len(terms), 1)
     return [
-        (doc_id, normalize_bm25(raw) * matched[doc_id] / n_terms, matched[doc_id])
-        for doc_id, raw in candidates
+        (doc_id, normalize(sums[doc_id]) * matched[doc_id] / n_terms, matched[doc_id])
+        for doc_id in ids
         if matched[doc_id]
-    ], total
-
-
-def _positive(term: Term) -> Term:
-    return Term(term.text, term.kind, False)
+    ]
 
 
 def is_stale(disk_path: str, size: int, mtime_ns: int) -> bool:

@@ -226,6 +226,13 @@ def best_snippet(
             first = _first_non_blank(lines, 0) or 0
         last = first + before + after + 1
     first, last = max(first, floor), min(last, len(lines))
+    # Blank lines at the edges of the window carry nothing; the matched line is never blank.
+    while first < last and not lines[first].strip():
+        first += 1
+    while last > first and not lines[last - 1].strip():
+        last -= 1
+    if first == last:  # an all-blank document
+        return Snippet(start_line=1, lines=())
     shown = []
     for line in lines[first:last]:
         if len(line) > max_line_chars:

@@ -230,13 +230,27 @@ def keyword_count(conn: Any, expression: str, collection: str) -> int:
     return int(row[0])
 
 
-def matching_ids(conn: Any, expression: str, ids: Sequence[int]) -> set[int]:
-    """Which of these documents match an expression (used to count matched query terms)."""
+def document_total(conn: Any) -> int:
+    return int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+
+def phrase_frequency(conn: Any, expression: str) -> int:
+    """How many documents (in any collection) match: the df of BM25's IDF."""
+    return int(
+        conn.execute(
+            "SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?", (expression,)
+        ).fetchone()[0]
+    )
+
+
+def phrase_bm25(conn: Any, expression: str, ids: Sequence[int]) -> dict[int, float]:
+    """Raw bm25 of one phrase for these documents (absent = the document does not contain it)."""
     if not ids:
-        return set()
+        return {}
     marks = ",".join("?" * len(ids))
     rows = conn.execute(
-        f"SELECT rowid FROM documents_fts WHERE documents_fts MATCH ? AND rowid IN ({marks})",
+        f"SELECT rowid, bm25(documents_fts, {_WEIGHTS}) FROM documents_fts"
+        f" WHERE documents_fts MATCH ? AND rowid IN ({marks})",
         (expression, *ids),
     )
-    return {row[0] for row in rows}
+    return {row[0]: row[1] for row in rows}
