@@ -71,7 +71,7 @@ def _from_dict(data: dict[str, Any], path: Path) -> Config:
         config.collections[name] = Collection(
             name=name,
             path=entry["path"],
-            masks=tuple(_strings(entry.get("masks", DEFAULT_MASKS), path, name, "masks")),
+            masks=tuple(_strings(entry.get("masks", list(DEFAULT_MASKS)), path, name, "masks")),
             ignore=tuple(_strings(entry.get("ignore", []), path, name, "ignore")),
             update=entry.get("update") or None,
             include=bool(entry.get("include", True)),

@@ -1,0 +1,188 @@
+"""get and multi-get: references, docids, line ranges and byte limits."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.usefixtures("indexed")
+
+
+def docid_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:6]
+
+
+def source_lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "tansaku://sample/guides/install.md",
+        "sample/guides/install.md",
+        "guides/install.md",
+        "{docid}",
+        "#{docid}",
+        "{upper}",
+        "{disk}",
+    ],
+)
+def test_get_accepts_every_kind_of_reference(cli, indexed: Path, ref: str):
+    target = indexed / "guides" / "install.md"
+    docid = docid_of(target)
+    ref = ref.format(docid=docid, upper=docid.upper(), disk=target)
+    data = cli("get", ref, "--json").json()
+    assert data["virtual_path"] == "tansaku://sample/guides/install.md"
+    assert data["docid"] == f"#{docid}"
+    assert data["title"] == "Installing the backup tool"  # from front matter
+    assert list(data["lines"]) == source_lines(target)
+    assert data["truncated"] is False
+
+
+def test_get_line_range_suffix_and_flags_agree(cli, indexed: Path):
+    lines = source_lines(indexed / "guides" / "install.md")
+    by_suffix = cli("get", "sample/guides/install.md:8:3", "--json").json()
+    by_flags = cli("get", "sample/guides/install.md", "--from", "8", "-l", "3", "--json").json()
+    assert by_suffix["lines"] == by_flags["lines"] == lines[7:10]
+    assert by_suffix["from_line"] == 8
+    assert by_suffix["truncated"] is True
+    assert by_suffix["total_lines"] == len(lines)
+
+
+def test_get_prints_line_numbers_by_default_and_says_when_it_stops(cli):
+    out = cli("get", "sample/guides/install.md:8:2").stdout
+    assert out.splitlines()[0].strip().startswith("8: ")
+    assert "truncated" in out and "lines 8-9" in out
+    raw = cli("get", "sample/guides/install.md:8:2", "--no-line-numbers").stdout
+    assert raw.splitlines()[0] == "The backup tool runs on Linux and macOS. Install it with your package manager."
+
+
+def test_get_max_bytes_cuts_at_a_line_and_says_so(cli, indexed: Path):
+    data = cli("get", "sample/guides/install.md", "--max-bytes", "60", "--json").json()
+    assert data["truncated"] is True
+    assert sum(len(line.encode()) + 1 for line in data["lines"]) <= 60
+    assert data["lines"] == source_lines(indexed / "guides" / "install.md")[: len(data["lines"])]
+
+
+def test_get_full_path_prints_the_disk_path(cli, indexed: Path):
+    out = cli("get", "sample/guides/install.md", "--files", "--full-path").stdout
+    assert out.strip() == str(indexed / "guides" / "install.md")
+
+
+def test_get_miss_suggests_similar_paths_and_exits_1(cli):
+    result = cli("get", "sample/guides/instal.md", "--json")
+    assert result.exit_code == 1
+    error = result.error()
+    assert error["code"] == "DOC_NOT_FOUND"
+    assert "tansaku://sample/guides/install.md" in error["hint"]
+    assert result.stdout == ""
+    text = cli("get", "sample/guides/instal.md")
+    assert text.exit_code == 1 and "similar" in text.stderr
+
+
+def test_get_unknown_docid_is_not_found(cli):
+    result = cli("get", "#ffffff", "--json")
+    assert result.exit_code == 1
+    assert result.error()["code"] == "DOC_NOT_FOUND"
+
+
+def test_ambiguous_docid_prefix_lists_candidates(cli, tmp_path: Path):
+    # Find two contents whose SHA-256 share the first 4 hex chars, deterministically.
+    folder = tmp_path / "clash"
+    folder.mkdir()
+    seen: dict[str, str] = {}
+    for i in range(200_000):
+        text = f"note {i}\n"
+        prefix = hashlib.sha256(text.encode()).hexdigest()[:4]
+        if prefix in seen:
+            (folder / "a.md").write_text(seen[prefix], encoding="utf-8")
+            (folder / "b.md").write_text(text, encoding="utf-8")
+            break
+        seen[prefix] = text
+    assert cli("collection", "add", folder, "--name", "clash").exit_code == 0
+    result = cli("get", prefix, "--json")
+    assert result.exit_code == 2
+    error = result.error()
+    assert error["code"] == "DOCID_AMBIGUOUS"
+    assert set(error["details"]["candidates"]) == {"tansaku://clash/a.md", "tansaku://clash/b.md"}
+    # The full 6-character docids resolve to the right files.
+    for name in ("a.md", "b.md"):
+        data = cli("get", "#" + docid_of(folder / name), "--json").json()
+        assert data["virtual_path"] == f"tansaku://clash/{name}"
+
+
+def test_multi_get_glob_returns_matching_documents(cli):
+    data = cli("multi-get", "sample/notes/*.md", "--json").json()
+    assert [d["virtual_path"] for d in data["documents"]] == [
+        "tansaku://sample/notes/2024-03-meeting.md",
+        "tansaku://sample/notes/2024-04-meeting.md",
+        "tansaku://sample/notes/ideas.md",
+    ]
+    assert data["skipped"] == []
+    assert data["max_bytes"] == 10240
+
+
+def test_multi_get_virtual_glob_comma_list_and_docids(cli, indexed: Path):
+    docid = docid_of(indexed / "reference" / "config.md")
+    pattern = f"tansaku://sample/zh/*.md,sample/guides/install.md,#{docid}"
+    data = cli("multi-get", pattern, "--json").json()
+    got = [d["virtual_path"] for d in data["documents"]]
+    assert got[:3] == sorted(got[:3]) and all("/zh/" in p for p in got[:3])
+    assert got[3:] == ["tansaku://sample/guides/install.md", "tansaku://sample/reference/config.md"]
+
+
+def test_multi_get_skips_large_files_with_a_reason_never_cuts_them(cli, indexed: Path):
+    big = indexed / "notes" / "big.md"
+    big.write_text("# Big\n" + "filler line for size\n" * 800, encoding="utf-8")
+    cli("update")
+    data = cli("multi-get", "sample/notes/*.md", "--json").json()
+    skipped = {s["virtual_path"]: s for s in data["skipped"]}
+    assert "tansaku://sample/notes/big.md" in skipped
+    assert skipped["tansaku://sample/notes/big.md"]["size"] == big.stat().st_size
+    assert "max-bytes" in skipped["tansaku://sample/notes/big.md"]["reason"]
+    assert all(d["truncated"] is False for d in data["documents"])
+    assert "tansaku://sample/notes/big.md" not in [d["virtual_path"] for d in data["documents"]]
+    text = cli("multi-get", "sample/notes/*.md").stdout
+    assert "skipped tansaku://sample/notes/big.md" in text
+    raised = cli("multi-get", "sample/notes/*.md", "--max-bytes", "100000", "--json").json()
+    assert raised["skipped"] == []
+
+
+def test_multi_get_line_limit_marks_truncation(cli):
+    data = cli("multi-get", "sample/notes/*.md", "-l", "2", "--json").json()
+    assert all(len(d["lines"]) <= 2 for d in data["documents"])
+    assert all(d["truncated"] for d in data["documents"])
+
+
+def test_multi_get_no_match_warns(cli):
+    result = cli("multi-get", "sample/nothing/*.md", "--json")
+    assert result.exit_code == 0
+    assert result.json()["documents"] == []
+    assert [w["code"] for w in result.json()["warnings"]] == ["NO_MATCH"]
+
+
+def test_multi_get_bad_glob_is_a_usage_error(cli):
+    result = cli("multi-get", "sample/[oops.md", "--json")
+    assert result.exit_code == 2
+    assert result.error()["code"] == "BAD_GLOB"
+
+
+@pytest.mark.parametrize("fmt", ["cli", "json", "csv", "md", "xml", "files"])
+def test_get_and_multi_get_render_in_every_format(cli, fmt, snapshot, indexed: Path):
+    one = cli("get", "sample/zh/权限.md:1:4", "--format", fmt)
+    many = cli("multi-get", "sample/notes/2024-*.md", "-l", "3", "--format", fmt)
+    assert one.exit_code == 0 and many.exit_code == 0
+    assert (one.stdout + many.stdout).replace(str(indexed), "/SAMPLE") == snapshot
+
+
+def test_ls_lists_files_with_docids(cli, indexed: Path):
+    data = cli("ls", "sample/guides", "--json").json()
+    assert [entry["virtual_path"] for entry in data] == [
+        "tansaku://sample/guides/backups.md",
+        "tansaku://sample/guides/compression.md",
+        "tansaku://sample/guides/install.md",
+    ]
+    assert data[2]["docid"] == "#" + docid_of(indexed / "guides" / "install.md")
