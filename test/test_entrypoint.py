@@ -17,7 +17,9 @@ pytestmark = pytest.mark.subprocess
 WRAPPER = REPO / "bin" / "tansaku"
 
 
-def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def run(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(WRAPPER), *args],
         capture_output=True,

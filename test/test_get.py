@@ -57,7 +57,10 @@ def test_get_prints_line_numbers_by_default_and_says_when_it_stops(cli):
     assert out.splitlines()[0].strip().startswith("8: ")
     assert "truncated" in out and "lines 8-9" in out
     raw = cli("get", "sample/guides/install.md:8:2", "--no-line-numbers").stdout
-    assert raw.splitlines()[0] == "The backup tool runs on Linux and macOS. Install it with your package manager."
+    assert (
+        raw.splitlines()[0]
+        == "The backup tool runs on Linux and macOS. Install it with your package manager."
+    )
 
 
 def test_get_max_bytes_cuts_at_a_line_and_says_so(cli, indexed: Path):

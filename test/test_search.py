@@ -33,7 +33,10 @@ def test_porter_stemming_matches_other_word_forms(cli):
 
 def test_all_terms_are_required_when_some_document_has_them(cli):
     data = cli("search", "restore", "VPN", "--json").json()
-    assert {hit["path"] for hit in data["results"]} == {"notes/2024-03-meeting.md", "notes/2024-04-meeting.md"}
+    assert {hit["path"] for hit in data["results"]} == {
+        "notes/2024-03-meeting.md",
+        "notes/2024-04-meeting.md",
+    }
     assert all(hit["matched_terms"] == 2 for hit in data["results"])
 
 

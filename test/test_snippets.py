@@ -128,7 +128,9 @@ def test_degenerate_documents() -> None:
     assert best_snippet("\n\n", ["x"]) == Snippet(1, ())
     # Blank lines at the edges of a window are trimmed; blank lines inside it stay.
     assert best_snippet("a\n\nneedle\n\nb\n", ["needle"], before=1, after=1) == Snippet(3, ("needle",))
-    assert best_snippet("a\nneedle\n\nb\n", ["needle"], before=1, after=2) == Snippet(1, ("a", "needle", "", "b"))
+    assert best_snippet("a\nneedle\n\nb\n", ["needle"], before=1, after=2) == Snippet(
+        1, ("a", "needle", "", "b")
+    )
     assert best_snippet(FRONT_MATTER, ["absent"], after=1) == Snippet(
         1, ("---", "title: Findme", "tags: [x]")
     )
