@@ -28,9 +28,9 @@ def ok_json(result: CliResult, exit_code: int = 0) -> dict:
     return data
 
 
-def update(cli: Cli, *args: str, exit_code: int = 0) -> dict:
+def update(cli: Cli, *args: str, exit_code: int = 0, cwd: Path | None = None) -> dict:
     """Run `update --json` and return the single collection's report."""
-    data = ok_json(cli("update", "--json", *args), exit_code)
+    data = ok_json(cli("update", "--json", *args, cwd=cwd), exit_code)
     [collection] = data["collections"]
     return collection
 
@@ -143,7 +143,10 @@ def test_delete_removes_the_document(cli: Cli, indexed: Path) -> None:
     assert report["removed"] == ["notes/ideas.md"]
     assert report["unchanged"] == SAMPLE_COUNT - 1
     listed = [e["virtual_path"] for e in ok_json_list(cli("ls", "sample/notes", "--json"))]
-    assert listed == ["tansaku://sample/notes/2024-03-meeting.md", "tansaku://sample/notes/2024-04-meeting.md"]
+    assert listed == [
+        "tansaku://sample/notes/2024-03-meeting.md",
+        "tansaku://sample/notes/2024-04-meeting.md",
+    ]
     result = cli("get", "sample/notes/ideas.md", "--json")
     assert result.exit_code == 1
     assert result.error()["code"] == "DOC_NOT_FOUND"
@@ -268,9 +271,7 @@ def test_file_over_the_size_limit_is_skipped(cli: Cli, indexed: Path, config_pat
     assert "max_file_bytes = 1000" in config_path.read_text(encoding="utf-8")
 
 
-def test_file_that_grows_past_the_limit_leaves_the_index(
-    cli: Cli, indexed: Path, config_path: Path
-) -> None:
+def test_file_that_grows_past_the_limit_leaves_the_index(cli: Cli, indexed: Path, config_path: Path) -> None:
     write(indexed / "grow.md", "# Grow\nmeerkat\n")
     assert update(cli)["added"] == ["grow.md"]
     set_config_setting(config_path, "max_file_bytes = 1000")
@@ -390,7 +391,8 @@ def test_hook_output_in_cli_text(cli: Cli, indexed: Path) -> None:
 
 def test_hook_changes_are_indexed_by_the_same_update(cli: Cli, indexed: Path) -> None:
     # The hook is the "git pull": what it brings in must be picked up right away.
-    ok_json(cli("collection", "set-update", "sample", "printf '# Pulled\\nbasilisk\\n' > pulled.md", "--json"))
+    command = "printf '# Pulled\\nbasilisk\\n' > pulled.md"
+    ok_json(cli("collection", "set-update", "sample", command, "--json"))
     report = update(cli)
     assert report["added"] == ["pulled.md"]
     assert paths_for(cli, "basilisk") == ["pulled.md"]
@@ -434,11 +436,22 @@ def test_failing_hook_in_cli_text(cli: Cli, indexed: Path) -> None:
     assert "    ! boom" in result.stdout
 
 
-def test_hook_with_closed_stdin_does_not_hang(cli: Cli, indexed: Path) -> None:
-    ok_json(cli("collection", "set-update", "sample", "read line; echo got=$line", "--json"))
-    report = update(cli, exit_code=4)
+def test_hook_gets_a_closed_stdin(cli: Cli, indexed: Path) -> None:
+    # Give this process a stdin that never ends (a pipe nobody writes to): a hook that inherited
+    # it would wait (here up to 2 s, then exit >128); with stdin closed, read sees EOF (exit 1).
+    command = "read -r -t 2 line; code=$?; echo got=$line; exit $code"
+    ok_json(cli("collection", "set-update", "sample", command, "--json"))
+    read_end, write_end = os.pipe()
+    saved = os.dup(0)
+    os.dup2(read_end, 0)
+    try:
+        report = update(cli, exit_code=4)
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
     assert report["hook"]["stdout"] == "got=\n"
-    assert report["hook"]["exit_code"] != 0
+    assert report["hook"]["exit_code"] == 1
 
 
 def test_hooks_run_only_on_a_real_update(cli: Cli, indexed: Path, tmp_path: Path) -> None:
@@ -464,7 +477,7 @@ def test_hooks_run_only_on_a_real_update(cli: Cli, indexed: Path, tmp_path: Path
     assert marker.read_text() == "ran\n"
 
 
-def test_hook_does_not_run_when_a_collection_is_re_added(cli: Cli, sample: Path, config_path: Path) -> None:
+def test_add_does_not_run_other_collections_hooks(cli: Cli, sample: Path, config_path: Path) -> None:
     # A config written by hand may carry a hook before the collection was ever indexed.
     config_path.parent.mkdir(parents=True)
     config_path.write_text(
@@ -516,7 +529,7 @@ def test_missing_folder_fails_that_collection_and_keeps_its_documents(
     assert any("sample" in p and "missing" in p for p in status["pending"])
 
 
-# --- the second writer ---------------------------------------------------------------------------------------
+# --- the second writer ---------------------------------------------------------------------------------
 
 
 @pytest.fixture

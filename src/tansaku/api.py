@@ -125,8 +125,11 @@ class Tansaku:
         new_config = config.with_collection(collection)
         if dry_run:
             return self._update(new_config, [name], dry_run=True, run_hooks=False, progress=progress)
+        # Index first, register after: if indexing raises (a locked or damaged index), the config
+        # is untouched and simply retrying the add works instead of failing with COLLECTION_EXISTS.
+        report = self._update(new_config, [name], dry_run=False, run_hooks=False, progress=progress)
         settings.save(self.config_path, new_config)
-        return self._update(new_config, [name], dry_run=False, run_hooks=False, progress=progress)
+        return report
 
     def collections(self) -> list[CollectionInfo]:
         config = self.config()

@@ -179,3 +179,46 @@ class StatusReport:
     contexts: tuple[Context, ...]
     pending: tuple[str, ...]  # human sentences: what `update` would have to do
     warnings: tuple[Notice, ...] = ()
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    """One query of an evaluation set, run in one mode."""
+
+    id: str
+    query: str
+    kind: str
+    mode: str
+    relevant: tuple[str, ...]  # primary answer first
+    ranked: tuple[str, ...]  # paths returned, best first (at most k)
+    first_relevant_rank: int | None  # 1-based; None = no relevant document in the top k
+    reciprocal_rank: float
+    ndcg: float
+    latency_ms: float
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    mode: str
+    kind: str  # "all" or one query kind
+    queries: int
+    hit_at_1: float
+    hit_at_3: float
+    hit_at_5: float
+    hit_at_10: float
+    mrr_at_10: float
+    ndcg_at_10: float
+    latency_p50_ms: float
+    latency_p95_ms: float
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    query_set: str
+    collection: str
+    modes: tuple[str, ...]  # modes that ran
+    summaries: tuple[MetricSummary, ...]
+    queries: tuple[QueryOutcome, ...]
+    warnings: tuple[Notice, ...]  # unavailable modes, a stale index, unknown relevant paths
+    record: dict[str, object]  # what makes the run reproducible (see docs/evals.md)

@@ -13,6 +13,7 @@ from typing import Any
 
 from tansaku.errors import TansakuError, UsageError
 from tansaku.types import (
+    BenchReport,
     CollectionInfo,
     Context,
     DocumentSlice,
@@ -61,7 +62,9 @@ def render(result: object, fmt: str, opts: RenderOptions = _DEFAULT_OPTIONS) -> 
             format=fmt,
             supported=list(ADMIN_FORMATS),
         )
-    module = importlib.import_module("tansaku.render.jsonfmt" if fmt == "json" else "tansaku.render.admin")
+    text_module = "bench" if isinstance(result, BenchReport) else "admin"
+    module_name = "jsonfmt" if fmt == "json" else text_module
+    module = importlib.import_module(f"tansaku.render.{module_name}")
     return module.render(result, opts)
 
 
@@ -82,6 +85,8 @@ def admin_kind(result: object) -> str:
         return "update"
     if isinstance(result, StatusReport):
         return "status"
+    if isinstance(result, BenchReport):
+        return "bench"
     if isinstance(result, CollectionInfo):
         return "collection show"
     if isinstance(result, dict):

@@ -1,0 +1,295 @@
+"""Run a judged query set against an index and measure ranking quality and latency per mode.
+
+Before measuring, the harness looks at the index (status): a stale or empty collection, or a mode
+whose model is missing, is reported as such in the warnings and the record, never as a ranking
+regression.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import UsageError
+from ..types import BenchReport, MetricSummary, Notice, QueryOutcome
+from . import metrics
+
+K = 10
+MODES = ("search", "vsearch", "query")
+KINDS = ("known-item", "paraphrase", "howto", "hard", "cjk")
+
+
+@dataclass(frozen=True)
+class JudgedQuery:
+    id: str
+    query: str
+    relevant: tuple[str, ...]
+    kind: str
+    notes: str = ""
+
+
+def load_set(path: Path) -> list[JudgedQuery]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read query set {path}: {exc.strerror or exc}") from exc
+    queries: list[JudgedQuery] = []
+    seen: set[str] = set()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("//"):
+            continue
+        try:
+            data = json.loads(line)
+            query = JudgedQuery(
+                id=str(data["id"]),
+                query=str(data["query"]),
+                relevant=tuple(str(p) for p in data["relevant"]),
+                kind=str(data.get("kind", "known-item")),
+                notes=str(data.get("notes", "")),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UsageError(f"{path}:{number}: not a judged query ({exc})") from exc
+        if not query.relevant:
+            raise UsageError(f"{path}:{number}: query {query.id} lists no relevant document")
+        if query.id in seen:
+            raise UsageError(f"{path}:{number}: duplicate query id {query.id}")
+        seen.add(query.id)
+        queries.append(query)
+    if not queries:
+        raise UsageError(f"query set {path} has no queries")
+    return queries
+
+
+# A mode runner returns the ranked paths (relative to the collection root) and warning codes.
+ModeRunner = Callable[[str, str, int], tuple[list[str], list[str]]]
+
+
+def mode_runners(api: Any) -> dict[str, ModeRunner | None]:
+    """The modes this build can run; None marks a mode that is not available yet."""
+
+    def keyword(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
+        result = api.search(query, collections=[collection], limit=k)
+        return [hit.path for hit in result.hits], [w.code for w in result.warnings]
+
+    return {"search": keyword, "vsearch": None, "query": None}
+
+
+def run_bench(api: Any, set_path: Path, collection: str, modes: Sequence[str], k: int = K) -> BenchReport:
+    queries = load_set(set_path)
+    runners = mode_runners(api)
+    warnings: list[Notice] = []
+    status = api.status()
+    warnings.extend(_index_warnings(status, collection))
+    known_paths = {entry.virtual_path.split("/", 3)[-1] for entry in api.ls(collection)}
+    missing = sorted({p for q in queries for p in q.relevant} - known_paths)
+    if missing:
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        warnings.append(
+            Notice(
+                "RELEVANT_NOT_INDEXED",
+                f"{len(missing)} judged documents are not in collection {collection}: {shown}",
+            )
+        )
+    ran: list[str] = []
+    outcomes: list[QueryOutcome] = []
+    for mode in modes:
+        runner = runners.get(mode)
+        if runner is None:
+            warnings.append(Notice("MODE_UNAVAILABLE", f"mode {mode} is not available in this build yet"))
+            continue
+        ran.append(mode)
+        # Warm-up, one query per kind: one-time costs (a segmenter loading for the first Chinese
+        # query) are start-up costs, measured by the benchmarks, not per-query latency.
+        for first in {q.kind: q for q in reversed(queries)}.values():
+            runner(first.query, collection, k)
+        outcomes.extend(_run_mode(runner, mode, queries, collection, k))
+    return BenchReport(
+        query_set=str(set_path),
+        collection=collection,
+        modes=tuple(ran),
+        summaries=tuple(summarize(outcomes)),
+        queries=tuple(outcomes),
+        warnings=tuple(warnings),
+        record=reproducibility_record(api, set_path, collection, modes, k, status),
+    )
+
+
+def _run_mode(
+    runner: ModeRunner, mode: str, queries: Sequence[JudgedQuery], collection: str, k: int
+) -> list[QueryOutcome]:
+    outcomes = []
+    for q in queries:
+        started = time.perf_counter()
+        ranked, codes = runner(q.query, collection, k)
+        latency = (time.perf_counter() - started) * 1000
+        outcomes.append(
+            QueryOutcome(
+                id=q.id,
+                query=q.query,
+                kind=q.kind,
+                mode=mode,
+                relevant=q.relevant,
+                ranked=tuple(ranked[:k]),
+                first_relevant_rank=metrics.first_relevant_rank(ranked, q.relevant, k),
+                reciprocal_rank=metrics.reciprocal_rank(ranked, q.relevant, k),
+                ndcg=metrics.ndcg_at(ranked, q.relevant, k),
+                latency_ms=latency,
+                warnings=tuple(codes),
+            )
+        )
+    return outcomes
+
+
+def summarize(outcomes: Sequence[QueryOutcome]) -> list[MetricSummary]:
+    groups: dict[tuple[str, str], list[QueryOutcome]] = {}
+    for o in outcomes:
+        groups.setdefault((o.mode, "all"), []).append(o)
+        groups.setdefault((o.mode, o.kind), []).append(o)
+    summaries = []
+    for (mode, kind), group in groups.items():
+
+        def hit(k: int, group: list[QueryOutcome] = group) -> float:
+            return metrics.mean(
+                [
+                    1.0 if o.first_relevant_rank is not None and o.first_relevant_rank <= k else 0.0
+                    for o in group
+                ]
+            )
+
+        latencies = [o.latency_ms for o in group]
+        summaries.append(
+            MetricSummary(
+                mode=mode,
+                kind=kind,
+                queries=len(group),
+                hit_at_1=hit(1),
+                hit_at_3=hit(3),
+                hit_at_5=hit(5),
+                hit_at_10=hit(10),
+                mrr_at_10=metrics.mean([o.reciprocal_rank for o in group]),
+                ndcg_at_10=metrics.mean([o.ndcg for o in group]),
+                latency_p50_ms=metrics.percentile(latencies, 50),
+                latency_p95_ms=metrics.percentile(latencies, 95),
+            )
+        )
+    order = {kind: i for i, kind in enumerate(("all", *KINDS))}
+    summaries.sort(
+        key=lambda s: (MODES.index(s.mode) if s.mode in MODES else 99, order.get(s.kind, 99), s.kind)
+    )
+    return summaries
+
+
+def _index_warnings(status: Any, collection: str) -> list[Notice]:
+    notices = [Notice(w.code, w.message) for w in status.warnings]
+    info = next((c for c in status.collections if c.collection.name == collection), None)
+    if info is not None and info.documents == 0:
+        notices.append(Notice("INDEX_EMPTY", f"collection {collection} has no indexed documents"))
+    for line in status.pending:
+        if line.startswith(f"{collection}:"):
+            notices.append(Notice("INDEX_STALE", f"the index is not up to date: {line}"))
+    return notices
+
+
+def reproducibility_record(
+    api: Any, set_path: Path, collection: str, modes: Sequence[str], k: int, status: Any
+) -> dict[str, object]:
+    from ..render.jsonfmt import to_data
+    from ..store.migrations import SCHEMA_VERSION
+
+    info = next((c for c in status.collections if c.collection.name == collection), None)
+    root = Path(info.collection.path) if info else None
+    return {
+        "tansaku_version": __version__,
+        "git": _git_state(),
+        "schema_version": SCHEMA_VERSION,
+        "chunker_version": None,  # no chunker yet: keyword search ranks whole documents
+        "models": {},  # no model is used by the keyword mode
+        "flags": {"collection": collection, "modes": list(modes), "k": k},
+        "corpus": _corpus_record(root, info),
+        "query_set": {
+            "path": str(set_path),
+            "sha256": hashlib.sha256(set_path.read_bytes()).hexdigest(),
+        },
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {
+            "python": platform.python_version(),
+            "sqlite": _sqlite_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+        },
+        "status": to_data(status),
+    }
+
+
+def _corpus_record(root: Path | None, info: Any) -> dict[str, object]:
+    record: dict[str, object] = {"documents": info.documents if info else 0}
+    if root is not None:
+        record["path"] = str(root)
+        stamp = root / ".corpus.json"
+        if stamp.is_file():
+            try:
+                record["stamp"] = json.loads(stamp.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                record["stamp"] = "unreadable"
+    return record
+
+
+def _git_state() -> dict[str, object] | None:
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": bool(dirty)}
+
+
+def _sqlite_version() -> str:
+    import sqlean
+
+    return str(sqlean.sqlite_version)
+
+
+def default_collection(set_path: Path) -> str:
+    """The collection named by the set's ``corpus`` field (every query must agree)."""
+    corpora = {q.get("corpus") for q in _raw_lines(set_path)}
+    corpora.discard(None)
+    if len(corpora) == 1:
+        return str(corpora.pop())
+    raise UsageError(
+        f"say which collection to search with -c: the set {set_path} names "
+        + (f"several corpora ({', '.join(sorted(map(str, corpora)))})" if corpora else "no corpus")
+    )
+
+
+def _raw_lines(set_path: Path) -> list[dict[str, Any]]:
+    try:
+        lines = set_path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise UsageError(f"cannot read query set {set_path}: {exc.strerror or exc}") from exc
+    rows = []
+    for line in lines:
+        if line.strip() and not line.lstrip().startswith("//"):
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue  # load_set reports the bad line with its number
+    return rows
