@@ -244,13 +244,16 @@ def phrase_frequency(conn: Any, expression: str) -> int:
 
 
 def phrase_bm25(conn: Any, expression: str, ids: Sequence[int]) -> dict[int, float]:
-    """Raw bm25 of one phrase for these documents (absent = the document does not contain it)."""
+    """Raw bm25 of one phrase for these documents (absent = the document does not contain it).
+
+    The match runs once and the ids are filtered here: a ``rowid IN (...)`` constraint makes
+    FTS5 re-evaluate the phrase per candidate, about 10x slower for phrases of common words.
+    """
     if not ids:
         return {}
-    marks = ",".join("?" * len(ids))
+    wanted = set(ids)
     rows = conn.execute(
-        f"SELECT rowid, bm25(documents_fts, {_WEIGHTS}) FROM documents_fts"
-        f" WHERE documents_fts MATCH ? AND rowid IN ({marks})",
-        (expression, *ids),
+        f"SELECT rowid, bm25(documents_fts, {_WEIGHTS}) FROM documents_fts WHERE documents_fts MATCH ?",
+        (expression,),
     )
-    return {row[0]: row[1] for row in rows}
+    return {row[0]: row[1] for row in rows if row[0] in wanted}
