@@ -16,7 +16,9 @@ Every corpus is built from one or two pinned registry packages, so that the judg
 
 Each corpus folder gets a ``.corpus.json``::
 
-    {"name", "source", "packages", "builder", "files", "bytes", "fetched_at", "sha256"}
+    {"name", "description", "source", "packages", "builder", "files", "bytes", "fetched_at", "sha256"}
+
+(plus "warnings" when a pinned version had to be replaced).
 
 ``source`` names the package(s) and exact version(s); ``sha256`` covers the sorted relative paths
 and the contents of every file (``.corpus.json`` excluded), so a corpus changed on disk is
@@ -126,16 +128,24 @@ def apt_download(pin: Package, dest: Path, ctx: BuildContext) -> Path:
 
     pinned = f"{pin.name}={pin.version}"
     result = attempt(pinned)
-    if result.returncode != 0 and _package_lists_missing(result.stderr):
-        _apt_update()
-        result = attempt(pinned)
     if result.returncode != 0:
-        fallback = attempt(pin.name)
+        # Missing or stale package lists are the usual cause: refresh them once (root only; a
+        # non-root run without lists gets told what to do), then try the pinned version again.
+        if _is_root():
+            _apt_update()
+            result = attempt(pinned)
+        elif _package_lists_missing(result.stderr):
+            raise CorpusError(
+                f"apt-get download {pin.name} failed and apt's package lists look missing; "
+                f"`apt-get update` needs root: run `sudo apt-get update`, then this script again"
+                f"\n{_tail(result.stderr)}"
+            )
+    if result.returncode != 0:
+        fallback = attempt(pin.name)  # the pinned point release is gone: take the current one
         if fallback.returncode != 0:
             raise CorpusError(
                 f"apt-get download {pin.name} failed:\n{_tail(result.stderr)}\n{_tail(fallback.stderr)}"
             )
-        result = fallback
     debs = sorted(dest.glob(f"{pin.name}_*.deb"))
     if not debs:
         raise CorpusError(f"apt-get download {pin.name} reported success but left no .deb in {dest}")
@@ -157,16 +167,23 @@ def _package_lists_missing(stderr: str) -> bool:
     )
 
 
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+_apt_updated = False
+
+
 def _apt_update() -> None:
-    if hasattr(os, "geteuid") and os.geteuid() != 0:
-        raise CorpusError(
-            "apt's package lists look missing or stale, and `apt-get update` needs root: "
-            "run `sudo apt-get update`, then this script again"
-        )
-    print("  apt-get update (package lists missing or stale) ...", file=sys.stderr)
+    """``apt-get update``, at most once per run."""
+    global _apt_updated
+    if _apt_updated:
+        return
+    print("  apt-get update ...", file=sys.stderr)
     result = _run(["apt-get", "update", "-q"])
     if result.returncode != 0:
         raise CorpusError(f"apt-get update failed:\n{_tail(result.stderr)}")
+    _apt_updated = True
 
 
 def deb_extract(deb: Path, dest: Path) -> Path:
@@ -323,7 +340,7 @@ _BLOCK_TAGS = {
 _VOID_TAGS = {"br", "img", "hr", "meta", "link", "input", "col", "area", "base", "wbr", "source"}
 _CJK = r"\u2e80-\u9fff\u3000-\u303f\uf900-\ufaff\uff00-\uffef"
 _CJK_GAP = re.compile(rf"(?<=[{_CJK}])[ \t\n]+(?=[{_CJK}])")
-_SPACES = re.compile(r"[ \t\r\n\f\v]+")
+_SPACES = re.compile(r"[ \t\r\n\f\v\xa0]+")  # \xa0: DocBook puts &nbsp; in "第 2.7.2 节"
 
 
 @dataclass
@@ -356,7 +373,7 @@ class _DocBookToMarkdown(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.split_level = split_level
         self.sections: list[Section] = [Section()]
-        self.stack: list[tuple[str, bool]] = []  # (tag, skip-subtree) of open elements
+        self.stack: list[tuple[str, bool, bool]] = []  # (tag, skips subtree, is admonition)
         self.skip_depth = 0
         self.inline: list[str] = []  # the text of the block being built
         self.heading: int | None = None
@@ -366,7 +383,9 @@ class _DocBookToMarkdown(HTMLParser):
         self.pending_prefix = ""
         self.row: list[str] | None = None
         self.cell: list[str] | None = None
+        self.table_rows: list[str] = []
         self.admonition_depth = 0
+        self.code_depth = 0
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -401,15 +420,16 @@ class _DocBookToMarkdown(HTMLParser):
         attr = {key: value or "" for key, value in attrs}
         classes = set(attr.get("class", "").split())
         skip = tag in _SKIP_TAGS or bool(classes & _SKIP_CLASSES)
+        admonition = tag == "div" and bool(classes & _ADMONITIONS) and not skip and not self.skip_depth
         if tag not in _VOID_TAGS:
-            self.stack.append((tag, skip))
+            self.stack.append((tag, skip, admonition))
             if skip:
                 self.skip_depth += 1
         if self.skip_depth:
             return
         if tag == "a" and attr.get("id") and self.heading is not None and not self.heading_anchor:
             self.heading_anchor = attr["id"]
-        if tag == "div" and classes & _ADMONITIONS:
+        if admonition:
             self._flush()
             self.admonition_depth += 1
         if re.fullmatch(r"h[1-6]", tag):
@@ -429,13 +449,18 @@ class _DocBookToMarkdown(HTMLParser):
             indent = "  " * max(0, len(self.lists) - 1)
             marker = "1. " if self.lists and self.lists[-1] == "ol" else "- "
             self.pending_prefix = indent + marker
+        elif tag == "table" and self.admonition_depth == 0:
+            self._flush()
+            self.table_rows = []
         elif tag == "tr" and self.admonition_depth == 0:
             self._flush()
             self.row = []
         elif tag in ("td", "th") and self.row is not None and self.admonition_depth == 0:
             self.cell = []
-        elif tag == "code" and not self.pre_depth and self.heading is None:
-            self._text("`")
+        elif tag == "code":
+            if self.code_depth == 0 and not self.pre_depth and self.heading is None:
+                self._text("`")
+            self.code_depth += 1
         elif tag in _BLOCK_TAGS or tag in ("td", "th", "tr"):
             self._flush()
 
@@ -448,20 +473,18 @@ class _DocBookToMarkdown(HTMLParser):
         if tag in _VOID_TAGS:
             return
         # Close up to the matching open tag (HTML in the wild has unclosed elements).
-        if not any(open_tag == tag for open_tag, _ in self.stack):
+        if not any(entry[0] == tag for entry in self.stack):
             return
         while self.stack:
-            open_tag, skipped = self.stack.pop()
+            open_tag, skipped, admonition = self.stack.pop()
             if skipped:
                 self.skip_depth -= 1
-            else:
-                self._close(open_tag)
+            elif not self.skip_depth:
+                self._close(open_tag, admonition)
             if open_tag == tag:
                 break
 
-    def _close(self, tag: str) -> None:
-        if self.skip_depth:
-            return
+    def _close(self, tag: str, admonition: bool) -> None:
         if re.fullmatch(r"h[1-6]", tag) and self.heading is not None:
             title = _CJK_GAP.sub("", _SPACES.sub(" ", "".join(self.inline))).strip()
             self.inline = []
@@ -483,20 +506,21 @@ class _DocBookToMarkdown(HTMLParser):
             self.cell = None
         elif tag == "tr" and self.row is not None:
             if any(self.row):
-                self.current.blocks.append("| " + " | ".join(self.row) + " |")
+                self.table_rows.append("| " + " | ".join(self.row) + " |")
             self.row = None
-        elif tag == "code" and not self.pre_depth and self.heading is None:
-            self._text("`")
-        elif tag == "div" and self.admonition_depth and self._closing_admonition():
+        elif tag == "table" and self.admonition_depth == 0:
+            if self.table_rows:
+                self.current.blocks.append("\n".join(self.table_rows))
+            self.table_rows = []
+        elif tag == "code":
+            self.code_depth = max(0, self.code_depth - 1)
+            if self.code_depth == 0 and not self.pre_depth and self.heading is None:
+                self._text("`")
+        elif admonition:
             self._flush()
             self.admonition_depth -= 1
         elif tag in _BLOCK_TAGS or tag == "li":
             self._flush()
-
-    def _closing_admonition(self) -> bool:
-        # The div being closed is an admonition if no other admonition-free div is still open
-        # inside it; DocBook nests nothing but tables in them, so counting divs is enough.
-        return not any(open_tag == "div" for open_tag, _ in self.stack[-1:])
 
     def _add_heading(self, level: int, title: str) -> None:
         if self.split_level is not None and level == self.split_level:
@@ -682,8 +706,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Fetch the evaluation corpora from package registries into CACHE/corpora/NAME/.",
     )
-    parser.add_argument("names", nargs="*", metavar="NAME", help=f"corpora (default: all of {', '.join(CORPORA)})")
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="cache folder (default: evals/cache)")
+    parser.add_argument(
+        "names", nargs="*", metavar="NAME", help=f"corpora (default: all of {', '.join(CORPORA)})"
+    )
+    parser.add_argument(
+        "--cache", type=Path, default=DEFAULT_CACHE, help="cache folder (default: evals/cache)"
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--force", action="store_true", help="fetch again even when the cache matches")
     mode.add_argument("--check", action="store_true", help="only verify the cache; exit 1 if anything is off")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlean
 
 # The `cli` fixture's results (conftest.CliResult); not imported so the tests run whether or not
 # test/ is a package.
@@ -124,6 +125,15 @@ def test_add_relative_path_resolves_against_cwd(cli: Cli, sample: Path) -> None:
     assert data["collections"][0]["name"] == "sample"  # type: ignore[index]
     info = ok_json(cli("collection", "show", "sample", "--json"))
     assert info["collection"]["path"] == str(sample.resolve())  # type: ignore[index]
+
+
+def test_add_through_a_symlink_stores_the_real_folder(cli: Cli, sample: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(sample)
+    ok_json(cli("collection", "add", link, "--name", "linked", "--json"))
+    info = ok_json(cli("collection", "show", "linked", "--json"))
+    assert info["collection"]["path"] == str(sample.resolve())  # type: ignore[index]
+    assert info["documents"] == 13  # type: ignore[index]
 
 
 def test_add_folder_name_that_is_not_a_valid_name_needs_name(
@@ -300,7 +310,8 @@ def test_list_when_there_are_none(cli: Cli) -> None:
 def test_show_has_everything_about_one_collection(cli: Cli, mixed: Path) -> None:
     ok_json(cli("collection", "add", mixed, "--mask", "**/*.{md,txt}", "--ignore", "drafts", "--json"))
     info = ok_json(cli("collection", "show", "mixed", "--json"))
-    assert info["collection"] == {  # type: ignore[index]
+    # The documented keys (docs/formats.md); later features may add more.
+    expected = {
         "name": "mixed",
         "path": str(mixed.resolve()),
         "masks": ["**/*.md", "**/*.txt"],
@@ -308,6 +319,7 @@ def test_show_has_everything_about_one_collection(cli: Cli, mixed: Path) -> None
         "update": None,
         "include": True,
     }
+    assert {k: info["collection"][k] for k in expected} == expected  # type: ignore[index]
     assert info["documents"] == 4  # type: ignore[index]
     assert info["bytes"] == sum(  # type: ignore[index]
         (mixed / p).stat().st_size for p in ("a.md", "b.txt", "sub/e.md", "sub/f.txt")
@@ -431,6 +443,16 @@ def test_remove_drops_documents_but_not_files(cli: Cli, indexed: Path, mixed: Pa
     assert [i["collection"]["name"] for i in ok_json(cli("ls", "--json"))] == ["mixed"]  # type: ignore[union-attr,index]
     contexts = ok_json(cli("context", "list", "--json"))
     assert {c["path"] for c in contexts} == {"/", "tansaku://mixed"}  # type: ignore[union-attr,index]
+
+
+def test_remove_deletes_the_index_rows(cli: Cli, indexed: Path, index_path: Path) -> None:
+    ok_json(cli("collection", "remove", "sample", "--json"))
+    conn = sqlean.connect(index_path)
+    try:
+        for table in ("documents", "content", "collection_state"):
+            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+    finally:
+        conn.close()
 
 
 def test_remove_then_add_again_starts_fresh(cli: Cli, indexed: Path) -> None:
@@ -583,3 +605,14 @@ def test_collection_add_keeps_files_on_disk_untouched(cli: Cli, sample: Path) ->
     ok_json(cli("collection", "add", sample, "--json"))
     assert folder_digest(sample) == digest
     assert not any(p.name.startswith(".") for p in sample.rglob("*")), os.listdir(sample)
+
+
+def test_config_writes_leave_no_temporary_files(cli: Cli, indexed: Path, config_path: Path) -> None:
+    for args in (
+        ("collection", "exclude", "sample"),
+        ("collection", "set-update", "sample", "true"),
+        ("context", "add", "/", "global"),
+        ("collection", "rename", "sample", "renamed"),
+    ):
+        ok_json(cli(*args, "--json"))
+    assert [p.name for p in config_path.parent.iterdir()] == [config_path.name]

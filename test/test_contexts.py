@@ -91,6 +91,20 @@ def test_filesystem_path_inside_the_collection(cli: Cli, indexed: Path, tmp_path
     assert add(cli, "../guides", "Guides", cwd=indexed / "notes") == "tansaku://sample/guides"
 
 
+def test_sibling_folder_with_a_longer_name_is_not_inside(cli: Cli, indexed: Path) -> None:
+    # "/x/sample-old" starts with "/x/sample" as a string but is not inside it.
+    sibling = indexed.parent / (indexed.name + "-old")
+    sibling.mkdir()
+    failed(cli("context", "add", ".", "text", "--json", cwd=sibling), "COLLECTION_NOT_FOUND", 2)
+
+
+def test_nested_collections_the_deepest_root_wins(cli: Cli, indexed: Path) -> None:
+    # Named to sort after "sample", so the first match in config order is the outer one.
+    ok_json(cli("collection", "add", indexed / "guides", "--name", "zz-guides", "--json"))
+    assert add(cli, ".", "inner", cwd=indexed / "guides") == "tansaku://zz-guides"
+    assert add(cli, ".", "outer", cwd=indexed / "notes") == "tansaku://sample/notes"
+
+
 def test_adding_again_replaces_the_text(cli: Cli, indexed: Path) -> None:
     add(cli, "sample/guides", "old words")
     add(cli, "tansaku://sample/guides", "  new words  ")

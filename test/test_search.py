@@ -237,3 +237,29 @@ def test_every_format_renders_a_real_search(cli, fmt, snapshot, indexed: Path):
     text = re.sub(r'("took_ms": )[0-9.]+', r"\g<1>0", result.stdout)
     text = re.sub(r'took_ms="[0-9.]+"', 'took_ms="0"', text)
     assert text.replace(str(indexed), "/SAMPLE") == snapshot
+
+
+def test_scores_after_updates_equal_a_fresh_index(cli, indexed: Path, tmp_path: Path, monkeypatch):
+    """Deleting and re-inserting FTS rows must keep BM25's statistics exact (regression: stale
+    row counts after updates inflated scores in untouched collections)."""
+    other = tmp_path / "other"
+    other.mkdir()
+    for i in range(30):
+        (other / f"n{i}.md").write_text(f"# Note {i}\n\nrestore backup item {i}\n", encoding="utf-8")
+    assert cli("collection", "add", other, "--name", "other").exit_code == 0
+    for i in range(30):
+        (other / f"n{i}.md").write_text(f"# Note {i}\n\nsomething else entirely {i} {i}\n", encoding="utf-8")
+    for i in range(10):
+        (other / f"n{i}.md").rename(other / f"moved{i}.md")
+    for i in range(10, 15):
+        (other / f"n{i}.md").unlink()
+    assert cli("update").exit_code == 0
+    updated = cli("search", "restore snapshots", "-c", "sample", "--all", "--json").json()["results"]
+
+    monkeypatch.setenv("TANSAKU_INDEX_PATH", str(tmp_path / "fresh.sqlite"))
+    monkeypatch.setenv("TANSAKU_CONFIG_DIR", str(tmp_path / "fresh-config"))
+    cli("collection", "add", indexed, "--name", "sample")
+    cli("collection", "add", other, "--name", "other")
+    fresh = cli("search", "restore snapshots", "-c", "sample", "--all", "--json").json()["results"]
+    assert [(h["path"], h["score"]) for h in updated] == [(h["path"], h["score"]) for h in fresh]
+    assert updated

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import sqlean
 
-from tansaku.store.migrations import SCHEMA_VERSION
+from tansaku.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 # The `cli` fixture's results (conftest.CliResult); not imported so the tests run whether or not
 # test/ is a package.
@@ -208,6 +208,52 @@ def test_newer_schema_is_a_status_warning(cli: Cli, indexed: Path, index_path: P
     assert warning_codes(data) == ["INDEX_SCHEMA_MISMATCH"]
     assert data["index_exists"] is True
     assert data["code_schema_version"] == SCHEMA_VERSION
+
+
+def build_old_index(index_path: Path, version: int) -> None:
+    """An index as an older tansaku left it: only the first `version` migrations applied."""
+    index_path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlean.connect(index_path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        for number, step in enumerate(MIGRATIONS[:version], start=1):
+            step(conn)
+            conn.execute(f"PRAGMA user_version = {number}")
+    finally:
+        conn.close()
+
+
+@pytest.mark.skipif(SCHEMA_VERSION < 2, reason="needs a schema with an older version to upgrade from")
+def test_older_schema_is_upgraded_by_update_only(
+    cli: Cli, sample: Path, config_path: Path, index_path: Path
+) -> None:
+    write_config(config_path, sample)
+    build_old_index(index_path, SCHEMA_VERSION - 1)
+    before = snapshot(index_path)
+    error = failed(cli("search", "backups", "--json"), "INDEX_SCHEMA_MISMATCH")
+    assert "tansaku update" in error["hint"]
+    assert warning_codes(ok_json(cli("status", "--json"))) == ["INDEX_SCHEMA_MISMATCH"]
+    assert snapshot(index_path) == before
+
+    assert len(ok_json(cli("update", "--json"))["collections"][0]["added"]) == 13
+    conn = sqlean.connect(index_path)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        conn.close()
+    assert ok_json(cli("search", "ninety", "--json"))["results"]
+
+
+def test_empty_index_file_is_initialised_by_update(
+    cli: Cli, sample: Path, config_path: Path, index_path: Path
+) -> None:
+    # SQLite reads a 0-byte file as an empty database at version 0: old, not damaged.
+    write_config(config_path, sample)
+    index_path.parent.mkdir(parents=True)
+    index_path.write_bytes(b"")
+    failed(cli("search", "backups", "--json"), "INDEX_SCHEMA_MISMATCH")
+    assert index_path.read_bytes() == b""
+    assert len(ok_json(cli("update", "--json"))["collections"][0]["added"]) == 13
 
 
 # --- damaged ------------------------------------------------------------------------------------------

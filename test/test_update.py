@@ -557,6 +557,7 @@ def test_second_writer_gives_up_clearly(
     assert "TANSAKU_LOCK_TIMEOUT" in error["hint"]
     # Readers are not blocked while another process writes.
     assert paths_for(cli, "ninety") == ["guides/backups.md"]
+    assert ok_json(cli("status", "--json"))["warnings"] == []
 
     held_lock.execute("ROLLBACK")
     assert update(cli)["added"] == ["new.md"]

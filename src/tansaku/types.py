@@ -27,6 +27,7 @@ class Collection:
     ignore: tuple[str, ...] = ()
     update: str | None = None
     include: bool = True
+    chunk_strategy: str = "regex"  # "regex" | "auto" (tree-sitter cut points for code files)
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,9 @@ class CollectionUpdate:
     skipped: list[SkippedFile] = field(default_factory=list)
     hook: HookRun | None = None
     hook_pending: str | None = None  # dry run: the hook that would run
+    chunked: int = 0  # texts chunked in this run (unchanged texts keep their chunks)
+    chunks: int = 0  # chunks those texts produced
+    chunk_warnings: list[str] = field(default_factory=list)  # e.g. grammar missing, fell back to regex
     failed: str | None = None  # why this collection was not updated
 
 
@@ -222,3 +226,31 @@ class BenchReport:
     queries: tuple[QueryOutcome, ...]
     warnings: tuple[Notice, ...]  # unavailable modes, a stale index, unknown relevant paths
     record: dict[str, object]  # what makes the run reproducible (see docs/evals.md)
+
+
+@dataclass(frozen=True)
+class ChunkView:
+    seq: int
+    start_line: int
+    end_line: int
+    tokens: int
+    heading_path: tuple[str, ...]
+    oversized: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class DocumentChunks:
+    """A document's chunks as stored (or, when not stored yet, as they would be)."""
+
+    docid: str
+    collection: str
+    path: str
+    virtual_path: str
+    disk_path: str
+    title: str
+    params: str  # chunking parameters fingerprint, e.g. v1:900:135:200:regex
+    strategy_used: str  # "regex" or "ast:<language>"
+    stored: bool  # False: computed for display; `tansaku update` stores them
+    chunks: tuple[ChunkView, ...]
+    warnings: tuple[Notice, ...] = ()

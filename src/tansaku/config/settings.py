@@ -75,12 +75,22 @@ def _from_dict(data: dict[str, Any], path: Path) -> Config:
             ignore=tuple(_strings(entry.get("ignore", []), path, name, "ignore")),
             update=entry.get("update") or None,
             include=bool(entry.get("include", True)),
+            chunk_strategy=_strategy(entry.get("chunk_strategy", "regex"), path, name),
         )
     contexts = data.get("contexts", {})
     if not isinstance(contexts, dict) or not all(isinstance(v, str) for v in contexts.values()):
         raise ConfigInvalid(f"config {path}: [contexts] must map paths to strings")
     config.contexts = dict(contexts)
     return config
+
+
+CHUNK_STRATEGIES = ("regex", "auto")
+
+
+def _strategy(value: Any, path: Path, name: str) -> str:
+    if value not in CHUNK_STRATEGIES:
+        raise ConfigInvalid(f"config {path}: collection {name!r}: chunk_strategy must be 'regex' or 'auto'")
+    return str(value)
 
 
 def _strings(value: Any, path: Path, name: str, key: str) -> list[str]:
@@ -104,6 +114,8 @@ def save(path: Path, config: Config) -> None:
             entry["ignore"] = list(c.ignore)
         if c.update:
             entry["update"] = c.update
+        if c.chunk_strategy != "regex":
+            entry["chunk_strategy"] = c.chunk_strategy
         data["collections"][c.name] = entry
     data["contexts"] = dict(sorted(config.contexts.items(), key=_context_order))
     text = HEADER + tomli_w.dumps(data)

@@ -141,13 +141,14 @@ def _stored(collection: str, item: FoundFile, doc: ReadDocument, indexed_at: str
 
 
 def _insert(conn: object, collection: str, item: FoundFile, doc: ReadDocument, indexed_at: str) -> None:
-    store.put_content(conn, doc.content_hash, doc.text)
+    segmented = segment(doc.text)
+    store.put_content(conn, doc.content_hash, doc.text, segmented)
     store.insert_document(
         conn,
         _stored(collection, item, doc, indexed_at),
         fts_path(item.rel_path),
         segment(doc.title),
-        segment(doc.text),
+        segmented,
     )
 
 
@@ -162,11 +163,10 @@ def apply(conn: object, collection: Collection, work: _Plan) -> None:
     for old, item in work.touch:
         store.touch_document(conn, old.id, item.size, item.mtime_ns)
     for old, item in work.move:
-        # Content is unchanged, so its text is already stored: re-key the row under the new path.
-        text = store.body(conn, old.hash)
-        store.delete_document(conn, old.id)
-        moved = ReadDocument(item.rel_path, old.hash, text, old.title, item.size, old.repaired)
-        _insert(conn, collection.name, item, moved, indexed_at)
+        # Content is unchanged, so its text and tokens are already stored: only the path changes.
+        store.move_document(
+            conn, old.id, item.rel_path, fts_path(item.rel_path), item.size, item.mtime_ns, indexed_at
+        )
     for item, doc in work.add:
         _insert(conn, collection.name, item, doc, indexed_at)
     if work.remove or work.change:

@@ -16,6 +16,7 @@ from tansaku.types import (
     BenchReport,
     CollectionInfo,
     Context,
+    DocumentChunks,
     DocumentSlice,
     FileEntry,
     MultiGetResult,
@@ -51,6 +52,10 @@ def render(result: object, fmt: str, opts: RenderOptions = _DEFAULT_OPTIONS) -> 
     """Render a result in one of FORMATS; the text always ends with one newline (or is empty)."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown output format {fmt!r}", hint=f"use one of: {', '.join(FORMATS)}")
+    if isinstance(result, DocumentChunks):
+        from tansaku.render import chunks
+
+        return chunks.render(result, fmt, opts)
     if isinstance(result, SearchResult | DocumentSlice | MultiGetResult):
         module = importlib.import_module(f"tansaku.render.{_MODULES[fmt]}")
         return module.render(result, opts)

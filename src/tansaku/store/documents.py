@@ -117,14 +117,24 @@ def has_content(conn: Any, content_hash: str) -> bool:
     return conn.execute("SELECT 1 FROM content WHERE hash = ?", (content_hash,)).fetchone() is not None
 
 
-def put_content(conn: Any, content_hash: str, text: str) -> None:
-    conn.execute("INSERT OR IGNORE INTO content (hash, body) VALUES (?, ?)", (content_hash, text))
+def put_content(conn: Any, content_hash: str, text: str, fts_body: str) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO content (hash, body, fts_body) VALUES (?, ?, ?)",
+        (content_hash, text, None if fts_body == text else fts_body),
+    )
+
+
+def fts_body(conn: Any, content_hash: str) -> str:
+    row = conn.execute(
+        "SELECT coalesce(fts_body, body) FROM content WHERE hash = ?", (content_hash,)
+    ).fetchone()
+    return row[0] if row else ""
 
 
 def insert_document(conn: Any, doc: StoredDocument, fts_path: str, fts_title: str, fts_body: str) -> int:
     cursor = conn.execute(
         "INSERT INTO documents (collection, path, hash, title, size, mtime_ns, line_count, repaired,"
-        " indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " indexed_at, fts_path, fts_title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             doc.collection,
             doc.path,
@@ -135,6 +145,8 @@ def insert_document(conn: Any, doc: StoredDocument, fts_path: str, fts_title: st
             doc.line_count,
             int(doc.repaired),
             doc.indexed_at,
+            fts_path,
+            fts_title,
         ),
     )
     doc_id = int(cursor.lastrowid)
@@ -145,9 +157,44 @@ def insert_document(conn: Any, doc: StoredDocument, fts_path: str, fts_title: st
     return doc_id
 
 
+def _fts_delete(conn: Any, doc_id: int) -> None:
+    """Remove a row from the contentless FTS table by replaying exactly what was inserted."""
+    row = conn.execute(
+        "SELECT d.fts_path, d.fts_title, coalesce(c.fts_body, c.body) FROM documents AS d"
+        " JOIN content AS c ON c.hash = d.hash WHERE d.id = ?",
+        (doc_id,),
+    ).fetchone()
+    if row is not None:
+        conn.execute(
+            "INSERT INTO documents_fts (documents_fts, rowid, path, title, body)"
+            " VALUES ('delete', ?, ?, ?, ?)",
+            (doc_id, row[0], row[1], row[2]),
+        )
+
+
 def delete_document(conn: Any, doc_id: int) -> None:
-    conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
+    _fts_delete(conn, doc_id)
     conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+
+def move_document(
+    conn: Any, doc_id: int, new_path: str, fts_path: str, size: int, mtime_ns: int, indexed_at: str
+) -> None:
+    """Same content at a new path: the row keeps its id; only the path tokens change in FTS."""
+    row = conn.execute(
+        "SELECT d.fts_title, coalesce(c.fts_body, c.body) FROM documents AS d"
+        " JOIN content AS c ON c.hash = d.hash WHERE d.id = ?",
+        (doc_id,),
+    ).fetchone()
+    _fts_delete(conn, doc_id)
+    conn.execute(
+        "UPDATE documents SET path = ?, fts_path = ?, size = ?, mtime_ns = ?, indexed_at = ? WHERE id = ?",
+        (new_path, fts_path, size, mtime_ns, indexed_at, doc_id),
+    )
+    conn.execute(
+        "INSERT INTO documents_fts (rowid, path, title, body) VALUES (?, ?, ?, ?)",
+        (doc_id, fts_path, row[0], row[1]),
+    )
 
 
 def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
@@ -163,8 +210,7 @@ def prune_content(conn: Any) -> int:
 def delete_collection(conn: Any, collection: str) -> int:
     ids = [row[0] for row in conn.execute("SELECT id FROM documents WHERE collection = ?", (collection,))]
     for doc_id in ids:
-        conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
-    conn.execute("DELETE FROM documents WHERE collection = ?", (collection,))
+        delete_document(conn, doc_id)
     conn.execute("DELETE FROM collection_state WHERE name = ?", (collection,))
     prune_content(conn)
     return len(ids)

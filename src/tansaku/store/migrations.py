@@ -15,7 +15,8 @@ FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _V1 = f"""
 CREATE TABLE content (
     hash TEXT PRIMARY KEY,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    fts_body TEXT  -- the text as given to FTS when it differs from body (CJK segmented); else NULL
 ) WITHOUT ROWID;
 
 CREATE TABLE documents (
@@ -29,16 +30,20 @@ CREATE TABLE documents (
     line_count INTEGER NOT NULL,
     repaired INTEGER NOT NULL DEFAULT 0,
     indexed_at TEXT NOT NULL,
+    fts_path TEXT NOT NULL,
+    fts_title TEXT NOT NULL,
     UNIQUE (collection, path)
 );
 CREATE INDEX documents_hash ON documents (hash);
 
 -- Contentless: the text is kept once in `content`; FTS holds only the (CJK-segmented) tokens.
+-- Rows are removed with FTS5's 'delete' command and the exact values that were inserted
+-- (documents.fts_path/fts_title, content.fts_body or body), which keeps FTS5's row count and
+-- average lengths right; contentless_delete=1 leaves them stale and skews BM25 after updates.
 CREATE VIRTUAL TABLE documents_fts USING fts5(
     path, title, body,
     tokenize = '{FTS_TOKENIZER}',
-    content = '',
-    contentless_delete = 1
+    content = ''
 );
 
 CREATE TABLE collection_state (
@@ -48,16 +53,49 @@ CREATE TABLE collection_state (
 );
 """
 
+# Chunks are keyed by content hash + chunking parameters, so identical text in two places is
+# chunked once and a move costs nothing. Chunk text is not stored: it is content.body sliced by
+# the character offsets. chunk_runs records that a text was chunked (even into zero chunks).
+_V2 = """
+CREATE TABLE chunk_runs (
+    hash TEXT NOT NULL,
+    params TEXT NOT NULL,
+    strategy_used TEXT NOT NULL,
+    warnings TEXT NOT NULL DEFAULT '[]',
+    chunk_count INTEGER NOT NULL,
+    PRIMARY KEY (hash, params)
+) WITHOUT ROWID;
+
+CREATE TABLE chunks (
+    hash TEXT NOT NULL,
+    params TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    start_char INTEGER NOT NULL,
+    end_char INTEGER NOT NULL,
+    start_byte INTEGER NOT NULL,
+    end_byte INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    oversized INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (hash, params, seq)
+) WITHOUT ROWID;
+"""
+
 Migration = Callable[[Any], None]
 
 
-def _v1(conn: Any) -> None:
-    for statement in _V1.split(";\n"):
-        if statement.strip():
-            conn.execute(statement)
+def _script(sql: str) -> Migration:
+    def run(conn: Any) -> None:
+        for statement in sql.split(";\n"):
+            if statement.strip():
+                conn.execute(statement)
+
+    return run
 
 
-MIGRATIONS: list[Migration] = [_v1]
+MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2)]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -1,0 +1,273 @@
+"""Markdown structure for chunking: headings, fences, rules, front matter.
+
+Parsing 40 MB with markdown-it-py takes seconds, so a line scanner does the work for ordinary
+documents and markdown-it (CommonMark) is consulted only when the scanner sees something it cannot
+settle alone: a setext underline, a fence indented like list content, a block quote or an HTML
+block. Without markdown-it installed the scanner's answer is used for those too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tansaku.chunking.plan import Block, Plan, Section
+from tansaku.chunking.tokens import Ruler
+
+HEADING_SCORES = {1: 100, 2: 90, 3: 80, 4: 70, 5: 60, 6: 50}
+FENCE_SCORE = 80
+RULE_SCORE = 60
+FRONT_MATTER_SCORE = 60
+
+_FRONT_OPEN = re.compile(r"\ufeff?---[ \t\r]*\n")
+_FRONT_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t\r]*(?:\n|\Z)", re.M)
+# Lines that can matter, each found right after its "\n" (a literal first character lets the
+# regex engine skip ahead fast); the first line is matched separately.
+_BODY = (
+    r"(?:(?P<atx>[ ]{0,3}#{1,6})(?=[ \t\r]|$)"
+    r"|(?P<fence>[ ]{0,3}(?:`{3,}|~{3,}))"
+    r"|(?P<under>[ ]{0,3}(?:=+|-+)[ \t\r]*)$"
+    r"|(?P<hr>[ ]{0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,}))\r?$"
+    # Only CommonMark can say what these contain: block quotes, HTML blocks, fences in list items.
+    r"|(?P<cx>[ ]{0,3}>|[ ]{0,3}<[A-Za-z/!?]"
+    r"|(?P<nested>[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)+|[ \t]*(?:\t|[ ]{4})[ \t]*)(?:`{3,}|~{3,})))"
+)
+_LINE_AFTER_NL = re.compile(r"\n" + _BODY, re.M)
+_LINE_AT_START = re.compile(_BODY, re.M)
+_LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+_QUOTE = re.compile(r"[ ]{0,3}>")
+_ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+
+
+def front_matter_end(text: str) -> int:
+    """Offset just after a leading YAML front matter block (``---`` ... ``---``), else 0."""
+    m = _FRONT_OPEN.match(text)
+    if m is None:
+        return 0
+    close = _FRONT_CLOSE.search(text, m.end())
+    return close.end() if close else 0
+
+
+def _atx_title(line: str) -> str:
+    body = line.strip().lstrip("#")
+    return _ATX_CLOSE.sub("", body).strip()
+
+
+def _line_end(text: str, pos: int) -> int:
+    """Offset of the next line start after ``pos`` (or the end of the text)."""
+    i = text.find("\n", pos)
+    return len(text) if i < 0 else i + 1
+
+
+class _Scan:
+    """Result of the line scanner: headings, fences and rules as (offset, ...) tuples."""
+
+    def __init__(self) -> None:
+        self.headings: list[tuple[int, int, str]] = []  # (line start, level, title)
+        self.setext: list[tuple[int, int]] = []  # (first text line start, line start after underline)
+        self.fences: list[tuple[int, int]] = []  # (opening line start, line start after closing)
+        self.rules: list[int] = []
+        self.complex = False
+
+
+def _scan(text: str, start: int, stop_when_complex: bool) -> _Scan:
+    out = _Scan()
+    n = len(text)
+    fence: tuple[int, str, int] | None = None  # (opening line start, marker char, marker length)
+    prev_special = -1  # line start of the last line the scanner recognised
+    matches: list[tuple[int, re.Match[str]]] = []
+    first = _LINE_AT_START.match(text, start) if start == 0 or text[start - 1] == "\n" else None
+    if first:
+        matches.append((start, first))
+    for m in _LINE_AFTER_NL.finditer(text, max(start - 1, 0)):
+        if m.start() + 1 >= start:
+            matches.append((m.start() + 1, m))
+    for pos, m in matches:
+        kind = m.lastgroup
+        if kind == "nested":
+            kind = "cx"
+        line = text[pos : _line_end(text, pos)]
+        stripped = line.strip()
+        if fence is not None:
+            # Only a bare marker of the same kind, at least as long, closes a fence.
+            marker = stripped.lstrip(">").strip() if kind == "cx" else stripped
+            if kind in ("fence", "cx") and marker and set(marker) == {fence[1]} and len(marker) >= fence[2]:
+                end = _line_end(text, pos)
+                out.fences.append((fence[0], end))
+                fence = None
+                prev_special = pos
+            continue
+        if kind == "cx":
+            out.complex = True
+            if stop_when_complex:
+                return out
+            if m.group("nested") is None:
+                prev_special = pos
+                continue
+            kind = "fence"  # fallback: treat a fence in a list item like any other fence
+            stripped = re.sub(r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*", "", stripped)
+        if kind == "atx":
+            level = len(stripped) - len(stripped.lstrip("#"))
+            out.headings.append((pos, level, _atx_title(stripped)))
+        elif kind == "fence":
+            char = stripped[0]
+            length = len(stripped) - len(stripped.lstrip(char))
+            if char == "`" and "`" in stripped[length:]:
+                continue  # an info string with a backtick: inline code, not a fence
+            fence = (pos, char, length)
+        elif kind == "under":
+            para = _paragraph_start(text, pos, prev_special, start)
+            if para is not None:
+                out.complex = True  # setext headings are confirmed by CommonMark when available
+                if stop_when_complex:
+                    return out
+                title = " ".join(t.strip() for t in text[para : pos - 1].split("\n"))
+                out.headings.append((para, 1 if stripped[0] == "=" else 2, title))
+                out.setext.append((para, _line_end(text, pos)))
+            elif stripped[0] == "-" and len(stripped) >= 3:
+                out.rules.append(pos)
+        elif kind == "hr":
+            out.rules.append(pos)
+        prev_special = pos
+    if fence is not None:
+        out.fences.append((fence[0], n))  # an unclosed fence runs to the end of the document
+    return out
+
+
+def _paragraph_start(text: str, under: int, prev_special: int, floor: int) -> int | None:
+    """Where the paragraph underlined at ``under`` starts, or None if the line above is no paragraph.
+
+    Lines of a list item or block quote above the underline make it a rule or plain text, as
+    CommonMark's lazy continuation rules do.
+    """
+    if under <= floor:
+        return None
+    pos = under
+    first: int | None = None
+    while pos > floor:
+        line_start = text.rfind("\n", 0, pos - 1) + 1
+        line = text[line_start : pos - 1]
+        if not line.strip() or line_start <= prev_special:
+            break
+        if _LIST_ITEM.match(line) or _QUOTE.match(line) or line.startswith(("    ", "\t")) and first is None:
+            return None
+        first = line_start
+        pos = line_start
+    return first
+
+
+def _markdown_it() -> Any | None:
+    global _MD
+    if _MD is None:
+        try:
+            from markdown_it import MarkdownIt
+        except ImportError:
+            _MD = False
+        else:
+            md = MarkdownIt("commonmark")
+            # Block structure is all that matters; inline parsing would double the cost.
+            md.core.ruler.disable(["inline", "text_join"], ignoreInvalid=True)
+            _MD = md
+    return _MD or None
+
+
+_MD: Any = None
+
+
+def _commonmark_scan(md: Any, text: str, start: int) -> _Scan:
+    # markdown-it treats a lone "\r" as a line break; our lines end at "\n" only. Front matter is
+    # blanked (not removed) so that token line numbers stay those of the text.
+    src = "\n" * text.count("\n", 0, start) + text[start:].replace("\r", " ")
+    starts = [0]
+    find = text.find
+    i = find("\n")
+    while i >= 0:
+        starts.append(i + 1)
+        i = find("\n", i + 1)
+    n = len(text)
+
+    def at(line: int) -> int:
+        return starts[line] if line < len(starts) else n
+
+    out = _Scan()
+    tokens = md.parse(src)
+    for k, tok in enumerate(tokens):
+        if tok.map is None:
+            continue
+        first, last = tok.map
+        if tok.type == "heading_open":
+            title = tokens[k + 1].content.strip() if k + 1 < len(tokens) else ""
+            title = " ".join(t.strip() for t in title.split("\n"))
+            out.headings.append((at(first), int(tok.tag[1]), title))
+            if tok.markup in ("=", "-"):
+                out.setext.append((at(first), at(last)))
+        elif tok.type == "fence":
+            out.fences.append((at(first), at(last)))
+        elif tok.type == "hr":
+            out.rules.append(at(first))
+    return out
+
+
+def markdown_plan(text: str, ruler: Ruler, budget: int, use_commonmark: bool = True) -> Plan:
+    """Break points, guards and heading sections of a Markdown (or unknown-type) document."""
+    plan = Plan()
+    n = len(text)
+    fm_end = front_matter_end(text)
+    md = _markdown_it() if use_commonmark else None
+    scan = _scan(text, fm_end, stop_when_complex=md is not None)
+    if scan.complex and md is not None:
+        scan = _commonmark_scan(md, text, fm_end)
+
+    def guard(start: int, end: int, what: Callable[[], str]) -> None:
+        if ruler.tokens(start, end) <= budget:
+            plan.guards.append((start, end))
+        else:
+            plan.loose.append(Block(start, end, what()))
+
+    def lines(start: int, end: int) -> str:
+        last = text.count("\n", 0, max(end - 1, start)) + 1
+        return f"lines {text.count(chr(10), 0, start) + 1}-{last}"
+
+    if fm_end:
+        guard(0, fm_end, lambda: f"front matter ({lines(0, fm_end)})")
+        plan.add_point(fm_end, FRONT_MATTER_SCORE)
+    for pos, level, _title in scan.headings:
+        plan.add_point(pos, HEADING_SCORES[level])
+    for start, end in scan.setext:
+        plan.guards.append((start, end))
+    for start, end in scan.fences:
+        plan.add_point(start, FENCE_SCORE)
+        guard(start, end, lambda s=start, e=end: f"fenced code block ({lines(s, e)})")
+    for pos in scan.rules:
+        plan.add_point(pos, RULE_SCORE)
+    plan.sections = heading_sections(scan.headings, n)
+    plan.points.pop(0, None)
+    plan.finish()
+    return plan
+
+
+def heading_sections(headings: list[tuple[int, int, str]], n: int) -> list[Section]:
+    """Each heading reaches to the next heading of the same or a higher level."""
+    out: list[Section] = []
+    open_: list[tuple[int, int, str]] = []
+    for pos, level, title in sorted(headings):
+        while open_ and open_[-1][1] >= level:
+            s, _, t = open_.pop()
+            out.append(Section(s, pos, t))
+        open_.append((pos, level, title))
+    out.extend(Section(s, n, t) for s, _, t in open_)
+    return out
+
+
+def leading_heading(text: str) -> tuple[str, ...]:
+    """The heading path at offset 0, looking only at the first block (for one-chunk documents)."""
+    if front_matter_end(text):
+        return ()
+    blank = re.search(r"\n[ \t\r]*\n", text)
+    head = text if blank is None else text[: blank.start() + 1]
+    md = _markdown_it()
+    scan = _scan(head, 0, stop_when_complex=md is not None)
+    if scan.complex and md is not None:
+        scan = _commonmark_scan(md, head, 0)
+    return tuple(title for pos, _, title in scan.headings[:1] if pos == 0)

@@ -1,0 +1,166 @@
+"""Token counting: the ``TokenCounter`` protocol, a fast deterministic estimate, and ``Ruler``.
+
+The estimate treats every Han, kana or Hangul character as one token and every other run of
+characters as one token per four characters (rounded up per run). Real tokenizers differ, but the
+estimate is stable across machines and versions, which matters more for chunk boundaries that are
+stored in an index: the same input must always give the same chunks.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from typing import Protocol, runtime_checkable
+
+# Same ranges as tansaku.text.cjk, repeated so this package does not import the text pipeline.
+_CJK_CLASS = (
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u3040-\u309f"  # Hiragana
+    "\u30a0-\u30ff"  # Katakana
+    "\u3130-\u318f"  # Hangul Compatibility Jamo
+    "\u31f0-\u31ff"  # Katakana Phonetic Extensions
+    "\u3400-\u4dbf"  # CJK Unified Ideographs Extension A
+    "\u4e00-\u9fff"  # CJK Unified Ideographs
+    "\uac00-\ud7af"  # Hangul Syllables
+    "\uf900-\ufaff"  # CJK Compatibility Ideographs
+    "\U00020000-\U0002fa1f"  # Extensions B-F and the Compatibility Ideographs Supplement
+    "\U00030000-\U000323af"  # Extensions G-H
+)
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+CHARS_PER_TOKEN = 4
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    def count(self, text: str) -> int: ...
+
+
+class EstimatedTokens:
+    """Deterministic token estimate: 1 per CJK character, ceil(len / 4) per run of anything else."""
+
+    def count(self, text: str) -> int:
+        if text.isascii():
+            return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+        other = 0
+        tokens = 0
+        # split() leaves exactly the non-CJK runs (and empty strings between adjacent matches).
+        for piece in _CJK_RUN.split(text):
+            other += len(piece)
+            tokens += (len(piece) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+        return tokens + len(text) - other
+
+    def __repr__(self) -> str:
+        return "EstimatedTokens()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EstimatedTokens)
+
+    def __hash__(self) -> int:
+        return hash(EstimatedTokens)
+
+
+class Ruler:
+    """Estimated-token distances between offsets of one text, without slicing it.
+
+    The text is held as alternating runs (CJK / other). ``tokens(a, b)`` equals
+    ``EstimatedTokens().count(text[a:b])`` exactly, because the runs of a slice are the runs of the
+    text cut at ``a`` and ``b``; chunking can then measure candidate cuts in O(log runs) instead of
+    re-counting strings.
+    """
+
+    __slots__ = ("_cjk", "_cums", "_n", "_starts", "total")
+
+    def __init__(self, text: str) -> None:
+        n = len(text)
+        starts: list[int] = []
+        cums: list[int] = []
+        cjk: list[bool] = []
+        tok = 0
+        pos = 0
+        if not text.isascii():
+            for m in _CJK_RUN.finditer(text):
+                a, b = m.span()
+                if a > pos:
+                    starts.append(pos)
+                    cums.append(tok)
+                    cjk.append(False)
+                    tok += (a - pos + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+                starts.append(a)
+                cums.append(tok)
+                cjk.append(True)
+                tok += b - a
+                pos = b
+        if pos < n or not starts:
+            starts.append(pos)
+            cums.append(tok)
+            cjk.append(False)
+            tok += (n - pos + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+        self._starts = starts
+        self._cums = cums
+        self._cjk = cjk
+        self._n = n
+        self.total = tok
+
+    def _end(self, i: int) -> int:
+        return self._starts[i + 1] if i + 1 < len(self._starts) else self._n
+
+    def _part(self, i: int, a: int, b: int) -> int:
+        return b - a if self._cjk[i] else (b - a + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+    def _run(self, pos: int) -> int:
+        return bisect_right(self._starts, pos) - 1
+
+    def tokens(self, a: int, b: int) -> int:
+        """Estimated tokens of ``text[a:b]``."""
+        if b <= a:
+            return 0
+        i = self._run(a)
+        j = self._run(b - 1)
+        if i == j:
+            return self._part(i, a, b)
+        starts = self._starts
+        return (
+            self._part(i, a, starts[i + 1]) + self._cums[j] - self._cums[i + 1] + self._part(j, starts[j], b)
+        )
+
+    def advance(self, a: int, budget: int) -> int:
+        """The largest ``b`` with ``tokens(a, b) <= budget``."""
+        if a >= self._n:
+            return self._n
+        i = self._run(a)
+        end = self._end(i)
+        first = self._part(i, a, end)
+        if first > budget:
+            return a + (budget if self._cjk[i] else budget * CHARS_PER_TOKEN)
+        if i + 1 == len(self._starts):
+            return self._n
+        cums = self._cums
+        base = cums[i + 1]
+        rem = budget - first
+        j = bisect_right(cums, base + rem, i + 1) - 1
+        extra = rem - (cums[j] - base)
+        end = self._end(j)
+        if extra >= self._part(j, self._starts[j], end):
+            return end
+        return self._starts[j] + (extra if self._cjk[j] else extra * CHARS_PER_TOKEN)
+
+    def back(self, b: int, budget: int) -> int:
+        """The smallest ``a`` with ``tokens(a, b) <= budget``."""
+        if b <= 0:
+            return 0
+        j = self._run(b - 1)
+        start = self._starts[j]
+        last = self._part(j, start, b)
+        if last > budget:
+            return b - (budget if self._cjk[j] else budget * CHARS_PER_TOKEN)
+        if j == 0:
+            return 0
+        cums = self._cums
+        rem = budget - last
+        i = bisect_left(cums, cums[j] - rem, 0, j)
+        if i == 0:
+            return 0
+        extra = rem - (cums[j] - cums[i])
+        k = i - 1
+        end = self._starts[i]
+        return end - (extra if self._cjk[k] else extra * CHARS_PER_TOKEN)

@@ -1,0 +1,70 @@
+"""Chunking a collection's texts after its documents are indexed.
+
+Only texts with no chunks for the current parameters are chunked, so an unchanged or moved file
+costs nothing and a parameter change (strategy, chunker version) re-chunks exactly once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..chunking import ChunkParams, chunk_text
+from ..store import chunks as chunk_store
+from ..store import documents as store
+from ..types import Collection
+
+
+@dataclass
+class ChunkingSummary:
+    documents: int = 0  # texts chunked in this run
+    chunks: int = 0
+    warnings: list[str] = field(default_factory=list)  # "path: warning"
+
+
+def params_for(collection: Collection, strategy: str | None = None) -> ChunkParams:
+    return ChunkParams(strategy=strategy or collection.chunk_strategy)
+
+
+def pending_texts(conn: Any, collection: Collection, params: ChunkParams) -> dict[str, str]:
+    """content hash -> one path that has it, for texts not chunked with these parameters."""
+    docs = store.documents_in(conn, collection.name)
+    by_hash: dict[str, str] = {}
+    for path, doc in sorted(docs.items()):
+        by_hash.setdefault(doc.hash, path)
+    done = chunk_store.chunked_hashes(conn, params.fingerprint(), by_hash)
+    return {h: p for h, p in by_hash.items() if h not in done}
+
+
+def chunk_collection(conn: Any, collection: Collection, params: ChunkParams) -> ChunkingSummary:
+    """Chunk what is pending. The caller holds the write transaction."""
+    summary = ChunkingSummary()
+    fingerprint = params.fingerprint()
+    for content_hash, path in pending_texts(conn, collection, params).items():
+        result = chunk_text(store.body(conn, content_hash), path, params)
+        chunk_store.replace_chunks(
+            conn,
+            content_hash,
+            fingerprint,
+            result.strategy_used,
+            result.warnings,
+            [
+                chunk_store.StoredChunk(
+                    seq=c.seq,
+                    start_line=c.start_line,
+                    end_line=c.end_line,
+                    start_char=c.start_char,
+                    end_char=c.end_char,
+                    start_byte=c.start_byte,
+                    end_byte=c.end_byte,
+                    tokens=c.tokens,
+                    heading_path=c.heading_path,
+                    oversized=c.oversized,
+                )
+                for c in result.chunks
+            ],
+        )
+        summary.documents += 1
+        summary.chunks += len(result.chunks)
+        summary.warnings.extend(f"{path}: {w}" for w in result.warnings)
+    return summary

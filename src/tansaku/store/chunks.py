@@ -1,0 +1,127 @@
+"""SQL for chunk rows: keyed by content hash + chunking parameters, text sliced from `content`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    seq: int
+    start_line: int
+    end_line: int
+    start_char: int
+    end_char: int
+    start_byte: int
+    end_byte: int
+    tokens: int
+    heading_path: tuple[str, ...]
+    oversized: bool
+
+
+@dataclass(frozen=True)
+class ChunkRun:
+    strategy_used: str
+    warnings: tuple[str, ...]
+    chunk_count: int
+
+
+def chunked_hashes(conn: Any, params: str, hashes: Iterable[str]) -> set[str]:
+    """Which of these texts already have chunks for these parameters."""
+    wanted = list(set(hashes))
+    done: set[str] = set()
+    for start in range(0, len(wanted), 500):  # stay under SQLite's host-parameter limit
+        batch = wanted[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        rows = conn.execute(
+            f"SELECT hash FROM chunk_runs WHERE params = ? AND hash IN ({marks})", (params, *batch)
+        )
+        done.update(row[0] for row in rows)
+    return done
+
+
+def replace_chunks(
+    conn: Any,
+    content_hash: str,
+    params: str,
+    strategy_used: str,
+    warnings: Sequence[str],
+    chunks: Sequence[StoredChunk],
+) -> None:
+    """Store one text's chunks, dropping chunks of the same text made with other parameters."""
+    conn.execute("DELETE FROM chunks WHERE hash = ?", (content_hash,))
+    conn.execute("DELETE FROM chunk_runs WHERE hash = ?", (content_hash,))
+    conn.execute(
+        "INSERT INTO chunk_runs (hash, params, strategy_used, warnings, chunk_count) VALUES (?, ?, ?, ?, ?)",
+        (content_hash, params, strategy_used, json.dumps(list(warnings), ensure_ascii=False), len(chunks)),
+    )
+    conn.executemany(
+        "INSERT INTO chunks (hash, params, seq, start_line, end_line, start_char, end_char, start_byte,"
+        " end_byte, tokens, heading_path, oversized) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                content_hash,
+                params,
+                c.seq,
+                c.start_line,
+                c.end_line,
+                c.start_char,
+                c.end_char,
+                c.start_byte,
+                c.end_byte,
+                c.tokens,
+                json.dumps(list(c.heading_path), ensure_ascii=False),
+                int(c.oversized),
+            )
+            for c in chunks
+        ],
+    )
+
+
+def chunks_of(conn: Any, content_hash: str, params: str) -> tuple[ChunkRun, list[StoredChunk]] | None:
+    run = conn.execute(
+        "SELECT strategy_used, warnings, chunk_count FROM chunk_runs WHERE hash = ? AND params = ?",
+        (content_hash, params),
+    ).fetchone()
+    if run is None:
+        return None
+    rows = conn.execute(
+        "SELECT seq, start_line, end_line, start_char, end_char, start_byte, end_byte, tokens, heading_path,"
+        " oversized FROM chunks WHERE hash = ? AND params = ? ORDER BY seq",
+        (content_hash, params),
+    )
+    chunks = [
+        StoredChunk(
+            seq=row[0],
+            start_line=row[1],
+            end_line=row[2],
+            start_char=row[3],
+            end_char=row[4],
+            start_byte=row[5],
+            end_byte=row[6],
+            tokens=row[7],
+            heading_path=tuple(json.loads(row[8])),
+            oversized=bool(row[9]),
+        )
+        for row in rows
+    ]
+    return ChunkRun(run[0], tuple(json.loads(run[1])), run[2]), chunks
+
+
+def prune_chunks(conn: Any) -> None:
+    """Drop chunks of texts no document has any more."""
+    conn.execute("DELETE FROM chunks WHERE hash NOT IN (SELECT hash FROM content)")
+    conn.execute("DELETE FROM chunk_runs WHERE hash NOT IN (SELECT hash FROM content)")
+
+
+def chunk_stats(conn: Any) -> dict[str, tuple[int, int, int]]:
+    """collection -> (documents chunked with any parameters, chunks, documents with fallback warnings)."""
+    rows = conn.execute(
+        "SELECT d.collection, count(DISTINCT d.hash), coalesce(sum(r.chunk_count), 0),"
+        " sum(CASE WHEN r.warnings != '[]' THEN 1 ELSE 0 END)"
+        " FROM documents AS d JOIN chunk_runs AS r ON r.hash = d.hash GROUP BY d.collection"
+    )
+    return {row[0]: (row[1], row[2], row[3] or 0) for row in rows}
