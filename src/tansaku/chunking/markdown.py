@@ -29,8 +29,10 @@ _BODY = (
     r"|(?P<fence>[ ]{0,3}(?:`{3,}|~{3,}))"
     r"|(?P<under>[ ]{0,3}(?:=+|-+)[ \t\r]*)$"
     r"|(?P<hr>[ ]{0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,}))\r?$"
-    # Only CommonMark can say what these contain: block quotes, HTML blocks, fences in list items.
-    r"|(?P<cx>[ ]{0,3}>|[ ]{0,3}<[A-Za-z/!?]"
+    # Left to CommonMark: headings and fences in block quotes, HTML blocks that run past blank
+    # lines (comments, <pre>, <script>...), fences indented as list item content.
+    r"|(?P<cx>[ ]{0,3}>[ \t>]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*(?:#{1,6}(?:[ \t]|$)|`{3,}|~{3,})"
+    r"|[ ]{0,3}<(?:!--|\?|![A-Za-z]|!\[CDATA\[|(?i:script|pre|style|textarea)(?:[ \t>]|$))"
     r"|(?P<nested>[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)+|[ \t]*(?:\t|[ ]{4})[ \t]*)(?:`{3,}|~{3,})))"
 )
 _LINE_AFTER_NL = re.compile(r"\n" + _BODY, re.M)

@@ -14,7 +14,7 @@ from ..errors import EmptyQuery
 from ..paths import virtual_path
 from ..store import documents as store
 from ..types import Collection, Hit, Notice, SearchResult
-from .query import ParsedQuery, fts_expression, fts_term, parse_query
+from .query import ParsedQuery, fts_expression, fts_term, parse_query, required_terms
 from .snippets import best_snippet
 
 # How many documents the "match some terms" fallback considers.
@@ -58,7 +58,8 @@ def search(
 ) -> SearchResult:
     started = time.perf_counter()
     parsed = parse_query(query)
-    expression = fts_expression(parsed, "all")
+    required = required_terms(parsed)
+    expression = fts_expression(required, "all")
     if expression is None:
         raise EmptyQuery(
             f"the query {query!r} has nothing to search for",
@@ -68,26 +69,30 @@ def search(
     pool = None if options.limit is None else max(options.limit * POOL_FACTOR, MIN_POOL)
     candidates, total = _candidates(conn, expression, collections, pool)
     partial = False
-    if not candidates and len(parsed.positive) > 1:
-        any_expression = fts_expression(parsed, "any")
+    if not candidates and len(required.positive) > 1:
+        any_expression = fts_expression(required, "any")
         if any_expression is not None:
             candidates, total = _candidates(conn, any_expression, collections, FALLBACK_CANDIDATES)
             partial = bool(candidates)
-    scored = rescore(conn, parsed, candidates)
+    scored = rescore(conn, parsed, required, candidates)
     if partial:
         notices.append(
             Notice(
                 "PARTIAL_MATCH",
-                f"no document contains all {len(parsed.positive)} terms; showing documents that "
+                f"no document contains all {len(required.positive)} terms; showing documents that "
                 "contain some of them, most terms first",
             )
         )
-    # Documents matching more terms first (only differs in the partial fallback), then score.
-    scored.sort(key=lambda item: (-item[2], -item[1], item[0]))
+        # Documents matching more of the required terms first, then score.
+        scored.sort(key=lambda item: (-item[2], -item[1], item[0]))
+    else:
+        scored.sort(key=lambda item: (-item[1], item[0]))
     scored = [item for item in scored if item[1] >= options.min_score]
     if options.limit is not None:
         scored = scored[: options.limit]
-    hits = _hits(conn, scored, parsed, contexts, options, {c.name: c for c in collections})
+    hits = _hits(
+        conn, scored, required, len(required.positive), contexts, options, {c.name: c for c in collections}
+    )
     return SearchResult(
         query=query,
         mode="search",
@@ -113,20 +118,23 @@ def _candidates(
     return ids, total
 
 
-def rescore(conn: Any, parsed: ParsedQuery, ids: Sequence[int]) -> list[tuple[int, float, int]]:
-    """(doc id, score 0..1, terms matched) with BM25 recomputed per term using ``smooth_idf``.
+def rescore(
+    conn: Any, parsed: ParsedQuery, required: ParsedQuery, ids: Sequence[int]
+) -> list[tuple[int, float, int]]:
+    """(doc id, score 0..1, required terms matched) with BM25 recomputed per term.
 
     BM25 is a sum over query phrases, so asking FTS5 for each phrase alone and swapping its IDF
-    gives exact per-term parts. Partial matches are scaled by the fraction of terms present, so
-    a document with 2 of 3 terms never outranks one with all 3 on score alone.
+    for ``smooth_idf`` gives exact per-term parts. Optional stopwords add their part when present.
+    A partial match is scaled by the fraction of required terms present, so a document with 2 of
+    3 terms never outranks one with all 3 on score alone.
     """
     if not ids:
         return []
     n_docs = max(store.document_total(conn), 1)
     sums = dict.fromkeys(ids, 0.0)
     matched = dict.fromkeys(ids, 0)
-    terms = parsed.positive
-    for term in terms:
+    required_set = set(required.positive)
+    for term in parsed.positive:
         phrase = fts_term(term)
         df = store.phrase_frequency(conn, phrase)
         if df == 0:
@@ -134,10 +142,11 @@ def rescore(conn: Any, parsed: ParsedQuery, ids: Sequence[int]) -> list[tuple[in
         factor = smooth_idf(n_docs, df) / fts_idf(n_docs, df)
         for doc_id, raw in store.phrase_bm25(conn, phrase, ids).items():
             sums[doc_id] += abs(raw) * factor
-            matched[doc_id] += 1
-    n_terms = max(len(terms), 1)
+            if term in required_set:
+                matched[doc_id] += 1
+    n_required = max(len(required_set), 1)
     return [
-        (doc_id, normalize(sums[doc_id]) * matched[doc_id] / n_terms, matched[doc_id])
+        (doc_id, normalize(sums[doc_id]) * matched[doc_id] / n_required, matched[doc_id])
         for doc_id in ids
         if matched[doc_id]
     ]
@@ -155,13 +164,14 @@ def _hits(
     conn: Any,
     scored: list[tuple[int, float, int]],
     parsed: ParsedQuery,
+    n_required: int,
     contexts: Mapping[str, str],
     options: SearchOptions,
     collections: Mapping[str, Collection],
 ) -> list[Hit]:
     docs = store.documents_by_ids(conn, [doc_id for doc_id, _, _ in scored])
     texts = store.bodies(conn, [doc.hash for doc in docs.values()])
-    terms = parsed.highlight_terms
+    terms = parsed.highlight_terms  # the required terms: a stopword line is no better snippet
     hits: list[Hit] = []
     for doc_id, score, matched in scored:
         doc = docs[doc_id]
@@ -180,7 +190,7 @@ def _hits(
                 snippet=best_snippet(body, terms),
                 stale=is_stale(disk_path, doc.size, doc.mtime_ns),
                 matched_terms=matched,
-                total_terms=len(parsed.positive),
+                total_terms=n_required,
                 body=body if options.full else None,
             )
         )

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 
 from tansaku.text.cjk import has_cjk
 from tansaku.types import Snippet
@@ -117,6 +119,36 @@ class _Matcher:
             terms = [terms]  # a bare string is a Sequence[str] too, but surely meant as one term
         prepared = (_prepare(term) for term in terms)
         self.terms = tuple(dict.fromkeys(term for term in prepared if term is not None))
+        probes = sorted({term.probe for term in self.terms if term.probe}, key=len, reverse=True)
+        self._terms_per_probe = {p: sum(1 for t in self.terms if t.probe == p) for p in probes}
+        # One C-level scan per line finds which probes it holds: an upper bound on its score that
+        # costs far less than splitting the line into words in Python.
+        alternation = "|".join(re.escape(p) for p in probes)
+        self._probe_re = re.compile(alternation, re.IGNORECASE) if probes else None
+
+    def upper_bounds(self, lines: list[str], start: int, end: int) -> dict[int, int]:
+        """Line index -> at least the number of terms the line can match; lines that cannot match
+        any term are left out. One regex scan over the text instead of one per line."""
+        if self._probe_re is None or start >= end:
+            return {}
+        bounds: dict[int, int] = {}
+        text = "\n".join(lines[start:end])
+        if not text.isascii():
+            for i in range(start, end):
+                if not lines[i].isascii():
+                    bounds[i] = len(self.terms)  # folding and CJK make a cheap bound unreliable
+        offsets = list(accumulate(map(len, lines), lambda total, n: total + n + 1, initial=0))
+        found: dict[int, set[str]] = {}
+        base = offsets[start]
+        for match in self._probe_re.finditer(text):
+            i = bisect_right(offsets, base + match.start()) - 1
+            if i not in bounds:
+                found.setdefault(i, set()).add(match.group().lower())
+        for i, probes in found.items():
+            # finditer reports non-overlapping matches, so a probe inside a longer one is missed:
+            # count any probe contained in a found one too.
+            bounds[i] = sum(n for p, n in self._terms_per_probe.items() if any(p in f for f in probes))
+        return bounds
 
     def find(self, line: str) -> tuple[int, int | None]:
         """How many terms ``line`` matches and where the earliest match starts (an index in ``line``)."""
@@ -246,11 +278,15 @@ def _first_non_blank(lines: list[str], start: int) -> int | None:
 
 
 def _best_line(lines: list[str], matcher: _Matcher, start: int, end: int) -> tuple[int, int]:
+    """The first line with the highest score. Lines are verified in order of their cheap upper
+    bound, so a long document is settled after checking a handful of lines."""
+    bounded = sorted((-bound, i) for i, bound in matcher.upper_bounds(lines, start, end).items() if bound)
     best, best_score = start, 0
-    for i in range(start, end):
+    for negative_bound, i in bounded:
+        bound = -negative_bound
+        if bound < best_score or (bound == best_score and i > best):
+            break  # no remaining line can beat the best, and ties go to the first line
         score = matcher.score(lines[i])
-        if score > best_score:
+        if score > best_score or (score == best_score and score and i < best):
             best, best_score = i, score
-            if score == len(matcher.terms):
-                break  # no later line can beat it, and ties go to the first
     return best, best_score

@@ -1,0 +1,130 @@
+"""Split documents into overlapping chunks of about ``max_tokens`` at the best break points.
+
+Markdown (and any unknown file type) is cut preferably at headings, then fences, rules, blank
+lines, list items and any line start; fenced code blocks and front matter are never cut unless
+they alone exceed ``max_tokens``. Source code in a supported language, with ``strategy="auto"``
+and its tree-sitter grammar installed, is cut preferably at definitions. Empty or
+whitespace-only text gives no chunks. Importing this package loads neither markdown-it nor
+tree-sitter: both are imported on first use.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from tansaku.chunking.cutter import Cutter, Span
+from tansaku.chunking.languages import available_grammars, extension, is_code, language_for
+from tansaku.chunking.model import CHUNKER_VERSION, Chunk, ChunkingResult, ChunkParams
+from tansaku.chunking.plan import Plan, section_paths
+from tansaku.chunking.tokens import EstimatedTokens, Ruler, TokenCounter
+
+__all__ = [
+    "CHUNKER_VERSION",
+    "Chunk",
+    "ChunkParams",
+    "ChunkingResult",
+    "EstimatedTokens",
+    "TokenCounter",
+    "available_grammars",
+    "chunk_text",
+]
+
+_DEFAULT_PARAMS = ChunkParams()
+
+
+def chunk_text(
+    text: str,
+    path: str,
+    params: ChunkParams = _DEFAULT_PARAMS,
+    counter: TokenCounter | None = None,
+) -> ChunkingResult:
+    """Chunk ``text``; ``path`` only selects the file type (by extension)."""
+    if not text.strip():
+        return ChunkingResult((), "regex", ())
+    if type(counter) is EstimatedTokens:
+        counter = None  # the ruler counts exactly like it, without slicing
+    ruler = Ruler(text)
+    total = ruler.total if counter is None else counter.count(text)
+    scale = 1.0 if counter is None or total == 0 or ruler.total == 0 else total / ruler.total
+    warnings: list[str] = []
+    code = is_code(path)
+    plan: Plan | None = None
+    if params.strategy == "auto" and code:
+        language = language_for(path)
+        if language is None:
+            warnings.append(f"no tree-sitter grammar for {extension(path)}; used regex")
+        else:
+            from tansaku.chunking.code import code_plan
+
+            plan, why = code_plan(text, language)
+            if plan is None:
+                warnings.append(f"{why}; used regex")
+            else:
+                warnings.extend(plan.warnings)
+    strategy = plan.strategy if plan is not None else "regex"
+
+    if total <= params.max_tokens:
+        if plan is not None:
+            heading = section_paths(plan.sections, [0])[0]
+        elif code:
+            heading = ()
+        else:
+            from tansaku.chunking.markdown import leading_heading
+
+            heading = leading_heading(text)
+        spans = [Span(0, len(text), total)]
+        return ChunkingResult(_assemble(text, spans, [heading], []), strategy, tuple(warnings))
+
+    cutter_budget = max(1, int(params.max_tokens / scale))
+    if plan is None:
+        if code:
+            plan = Plan(markdown=False)
+            plan.finish()
+        else:
+            from tansaku.chunking.markdown import markdown_plan
+
+            plan = markdown_plan(text, ruler, cutter_budget)
+    cutter = Cutter(
+        text, plan, ruler, params.max_tokens, params.overlap_tokens, params.window_tokens, counter, scale
+    )
+    spans = cutter.cut()
+    bounds = sorted({x for sp in spans for x in (sp.start, sp.end)})
+    for block in plan.loose:
+        i = bisect_right(bounds, block.start)
+        if i < len(bounds) and bounds[i] < block.end:
+            warnings.append(
+                f"{block.what} is longer than max_tokens ({ruler.tokens(block.start, block.end)} "
+                "estimated tokens); split at line boundaries"
+            )
+    headings = section_paths(plan.sections, [sp.start for sp in spans])
+    chunks = _assemble(text, spans, headings, cutter.hard_lines)
+    return ChunkingResult(chunks, strategy, tuple(warnings))
+
+
+def _assemble(
+    text: str, spans: list[Span], headings: list[tuple[str, ...]], hard_lines: list[tuple[int, int]]
+) -> tuple[Chunk, ...]:
+    ascii_only = text.isascii()
+    hard_ends = [le for _, le in hard_lines]
+    out = []
+    line, line_pos = 1, 0
+    byte, byte_pos = 0, 0
+    for seq, (span, heading) in enumerate(zip(spans, headings, strict=True)):
+        start, end = span.start, span.end
+        line += text.count("\n", line_pos, start)
+        line_pos = start
+        body = text[start:end]
+        end_line = line + body.count("\n") - (1 if body.endswith("\n") else 0)
+        if ascii_only:
+            start_byte, end_byte = start, end
+        else:
+            byte += len(text[byte_pos:start].encode("utf-8", "surrogatepass"))
+            byte_pos = start
+            start_byte, end_byte = byte, byte + len(body.encode("utf-8", "surrogatepass"))
+        # hard_lines is sorted and disjoint: only the first line ending after ``start`` can overlap.
+        i = bisect_right(hard_ends, start)
+        oversized = i < len(hard_lines) and hard_lines[i][0] < end
+        out.append(
+            Chunk(seq, line, end_line, start, end, start_byte, end_byte, span.tokens, heading, body, oversized)
+        )
+    return tuple(out)
