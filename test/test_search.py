@@ -253,13 +253,33 @@ def test_scores_after_updates_equal_a_fresh_index(cli, indexed: Path, tmp_path: 
         (other / f"n{i}.md").rename(other / f"moved{i}.md")
     for i in range(10, 15):
         (other / f"n{i}.md").unlink()
+    chinese = indexed / "zh" / "恢复.md"
+    chinese.write_text(chinese.read_text(encoding="utf-8") + "\n快照恢复完成。\n", encoding="utf-8")
     assert cli("update").exit_code == 0
     updated = cli("search", "restore snapshots", "-c", "sample", "--all", "--json").json()["results"]
+    updated_zh = cli("search", "快照", "--all", "--json").json()["results"]
 
     monkeypatch.setenv("TANSAKU_INDEX_PATH", str(tmp_path / "fresh.sqlite"))
     monkeypatch.setenv("TANSAKU_CONFIG_DIR", str(tmp_path / "fresh-config"))
     cli("collection", "add", indexed, "--name", "sample")
     cli("collection", "add", other, "--name", "other")
     fresh = cli("search", "restore snapshots", "-c", "sample", "--all", "--json").json()["results"]
+    fresh_zh = cli("search", "快照", "--all", "--json").json()["results"]
     assert [(h["path"], h["score"]) for h in updated] == [(h["path"], h["score"]) for h in fresh]
-    assert updated
+    assert [(h["path"], h["score"]) for h in updated_zh] == [(h["path"], h["score"]) for h in fresh_zh]
+    assert updated and updated_zh
+
+
+def test_an_older_indexer_version_re_reads_unchanged_files(cli, indexed: Path, index_path: Path):
+    import sqlean
+
+    conn = sqlean.connect(str(index_path))
+    conn.execute("UPDATE documents SET title = 'stale title'")
+    conn.execute("UPDATE collection_state SET indexer_version = 1")
+    conn.commit()
+    conn.close()
+    report = cli("update", "--json").json()["collections"][0]
+    assert len(report["updated"]) == 13 and report["unchanged"] == 0
+    assert cli("search", "compression", "--json").json()["results"][0]["title"] == "Compression settings"
+    again = cli("update", "--json").json()["collections"][0]
+    assert again["unchanged"] == 13 and again["updated"] == []

@@ -96,7 +96,7 @@ def chunk_text(
                 f"{block.what} is longer than max_tokens ({ruler.tokens(block.start, block.end)} "
                 "estimated tokens); split at line boundaries"
             )
-    headings = section_paths(plan.sections, [sp.start for sp in spans])
+    headings = section_paths(plan.sections, [sp.start for sp in spans], plan.titler)
     chunks = _assemble(text, spans, headings, cutter.hard_lines)
     return ChunkingResult(chunks, strategy, tuple(warnings))
 
@@ -125,6 +125,8 @@ def _assemble(
         i = bisect_right(hard_ends, start)
         oversized = i < len(hard_lines) and hard_lines[i][0] < end
         out.append(
-            Chunk(seq, line, end_line, start, end, start_byte, end_byte, span.tokens, heading, body, oversized)
+            Chunk(
+                seq, line, end_line, start, end, start_byte, end_byte, span.tokens, heading, body, oversized
+            )
         )
     return tuple(out)

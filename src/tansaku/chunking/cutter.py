@@ -213,8 +213,8 @@ class Cutter:
         # One long line around the ideal start: begin at a word if there is one nearby.
         before = max(text.rfind(ch, lo - 1, ideal) for ch in SEPARATORS)
         after = [k for k in (text.find(ch, ideal, hi) for ch in SEPARATORS) if k >= 0]
-        words = [p for p in (before + 1 if before >= lo - 1 else -1, min(after) + 1 if after else -1) if p > 0]
-        words = [p for p in words if start < p < end]
+        # (rfind/find return -1 when absent, which the range check below discards)
+        words = [p for p in (before + 1, min(after, default=-2) + 1) if start < p < end]
         if words:
             return min(words, key=lambda p: (ruler.tokens(min(p, ideal), max(p, ideal)), -p))
         pos = ideal

@@ -43,6 +43,7 @@ _TS = (
     "(abstract_method_signature) @function",
     "(public_field_definition value: [(arrow_function) (function_expression)]) @function",
 )
+_TS_WRAPPERS = frozenset({"export_statement", "ambient_declaration"})
 _C = (
     "(function_definition) @function",
     "(declaration declarator: (function_declarator)) @function",
@@ -73,12 +74,8 @@ GRAMMARS: dict[str, Grammar] = {
         (*_JS, "(field_definition value: [(arrow_function) (function_expression)]) @function"),
         frozenset({"export_statement"}),
     ),
-    "typescript": Grammar(
-        "tree_sitter_typescript", "language_typescript", _TS, frozenset({"export_statement", "ambient_declaration"})
-    ),
-    "tsx": Grammar(
-        "tree_sitter_typescript", "language_tsx", _TS, frozenset({"export_statement", "ambient_declaration"})
-    ),
+    "typescript": Grammar("tree_sitter_typescript", "language_typescript", _TS, _TS_WRAPPERS),
+    "tsx": Grammar("tree_sitter_typescript", "language_tsx", _TS, _TS_WRAPPERS),
     "go": Grammar(
         "tree_sitter_go",
         "language",
@@ -178,12 +175,13 @@ EXTENSIONS: dict[str, str] = {
 
 # Code without a grammar here: chunked with the code line rules (blank lines), never as Markdown,
 # where "#" comments would pass for headings.
-OTHER_CODE = frozenset(
-    ".kt .kts .swift .scala .sc .cs .fs .fsx .vb .php .sh .bash .zsh .fish .ps1 .lua .pl .pm .r .jl"
-    " .m .mm .sql .zig .dart .ex .exs .erl .hrl .hs .ml .mli .clj .cljs .cljc .elm .groovy .gradle"
-    " .nim .cr .d .v .sv .vhd .vhdl .asm .s .f90 .f95 .pas .tf .proto .cmake .mk .vim .el .lisp .scm"
-    " .rake .gemspec .erb .vue .svelte .css .scss .less .sass".split()
-)
+_OTHER_CODE = """
+.kt .kts .swift .scala .sc .cs .fs .fsx .vb .php .sh .bash .zsh .fish .ps1 .lua .pl .pm .r .jl .m .mm
+.sql .zig .dart .ex .exs .erl .hrl .hs .ml .mli .clj .cljs .cljc .elm .groovy .gradle .nim .cr .d .v
+.sv .vhd .vhdl .asm .s .f90 .f95 .pas .tf .proto .cmake .mk .vim .el .lisp .scm .rake .gemspec .erb
+.vue .svelte .css .scss .less .sass
+"""
+OTHER_CODE = frozenset(_OTHER_CODE.split())
 
 
 def extension(path: str) -> str:
@@ -203,6 +201,4 @@ def is_code(path: str) -> bool:
 def available_grammars() -> dict[str, bool]:
     """Language -> whether its grammar (and tree-sitter itself) can be imported; imports nothing."""
     core = importlib.util.find_spec("tree_sitter") is not None
-    return {
-        name: core and importlib.util.find_spec(g.module) is not None for name, g in GRAMMARS.items()
-    }
+    return {name: core and importlib.util.find_spec(g.module) is not None for name, g in GRAMMARS.items()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from itertools import chain
 from typing import Any
 
 from tansaku.chunking.plan import Block, Plan, Section
@@ -35,10 +36,12 @@ _BODY = (
     r"|[ ]{0,3}<(?:!--|\?|![A-Za-z]|!\[CDATA\[|(?i:script|pre|style|textarea)(?:[ \t>]|$))"
     r"|(?P<nested>[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)+|[ \t]*(?:\t|[ ]{4})[ \t]*)(?:`{3,}|~{3,})))"
 )
-_LINE_AFTER_NL = re.compile(r"\n" + _BODY, re.M)
+# The lookahead rejects ordinary lines (starting with a letter) at their first character.
+_LINE_AFTER_NL = re.compile(r"\n(?=[ \t#`~=*_<>\d+-])" + _BODY, re.M)
 _LINE_AT_START = re.compile(_BODY, re.M)
 _LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 _QUOTE = re.compile(r"[ ]{0,3}>")
+_LIST_MARKERS = re.compile(r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*")
 _ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 
 
@@ -51,9 +54,14 @@ def front_matter_end(text: str) -> int:
     return close.end() if close else 0
 
 
-def _atx_title(line: str) -> str:
-    body = line.strip().lstrip("#")
+def heading_title(text: str, pos: int) -> str:
+    """The title of the ATX heading whose line starts at ``pos``."""
+    body = text[pos : _line_end(text, pos)].strip().lstrip("#")
     return _ATX_CLOSE.sub("", body).strip()
+
+
+def _strip_list_marker(line: str) -> str:
+    return line if line[:1] in "`~" else _LIST_MARKERS.sub("", line)
 
 
 def _line_end(text: str, pos: int) -> int:
@@ -66,7 +74,8 @@ class _Scan:
     """Result of the line scanner: headings, fences and rules as (offset, ...) tuples."""
 
     def __init__(self) -> None:
-        self.headings: list[tuple[int, int, str]] = []  # (line start, level, title)
+        # (line start, level, title); an ATX title is None until needed (see heading_title)
+        self.headings: list[tuple[int, int, str | None]] = []
         self.setext: list[tuple[int, int]] = []  # (first text line start, line start after underline)
         self.fences: list[tuple[int, int]] = []  # (opening line start, line start after closing)
         self.rules: list[int] = []
@@ -76,30 +85,24 @@ class _Scan:
 def _scan(text: str, start: int, stop_when_complex: bool) -> _Scan:
     out = _Scan()
     n = len(text)
-    fence: tuple[int, str, int] | None = None  # (opening line start, marker char, marker length)
+    fence: tuple[int, str, int, bool] | None = None  # (line start, marker char, length, nested)
     prev_special = -1  # line start of the last line the scanner recognised
-    matches: list[tuple[int, re.Match[str]]] = []
-    first = _LINE_AT_START.match(text, start) if start == 0 or text[start - 1] == "\n" else None
-    if first:
-        matches.append((start, first))
-    for m in _LINE_AFTER_NL.finditer(text, max(start - 1, 0)):
-        if m.start() + 1 >= start:
-            matches.append((m.start() + 1, m))
-    for pos, m in matches:
+    first_at = start + 1 if start == 0 and text.startswith("\ufeff") else start
+    first = _LINE_AT_START.match(text, first_at)
+    for m in chain((first,) if first else (), _LINE_AFTER_NL.finditer(text, start)):
         kind = m.lastgroup
-        if kind == "nested":
-            kind = "cx"
-        line = text[pos : _line_end(text, pos)]
-        stripped = line.strip()
+        pos = start if m is first else m.start() + 1
         if fence is not None:
-            # Only a bare marker of the same kind, at least as long, closes a fence.
-            marker = stripped.lstrip(">").strip() if kind == "cx" else stripped
-            if kind in ("fence", "cx") and marker and set(marker) == {fence[1]} and len(marker) >= fence[2]:
+            if kind == "fence" or (kind == "cx" and fence[3] and m.group("nested")):
+                # Only a bare marker of the same kind, at least as long, closes a fence.
                 end = _line_end(text, pos)
-                out.fences.append((fence[0], end))
-                fence = None
-                prev_special = pos
+                marker = _strip_list_marker(text[pos:end].strip())
+                if marker and marker.count(fence[1]) == len(marker) >= fence[2]:
+                    out.fences.append((fence[0], end))
+                    fence = None
+                    prev_special = pos
             continue
+        nested = False
         if kind == "cx":
             out.complex = True
             if stop_when_complex:
@@ -107,27 +110,28 @@ def _scan(text: str, start: int, stop_when_complex: bool) -> _Scan:
             if m.group("nested") is None:
                 prev_special = pos
                 continue
-            kind = "fence"  # fallback: treat a fence in a list item like any other fence
-            stripped = re.sub(r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*", "", stripped)
+            kind = nested = "fence"  # fallback: treat a fence in a list item like any other
         if kind == "atx":
-            level = len(stripped) - len(stripped.lstrip("#"))
-            out.headings.append((pos, level, _atx_title(stripped)))
+            out.headings.append((pos, m.group("atx").count("#"), None))
         elif kind == "fence":
-            char = stripped[0]
-            length = len(stripped) - len(stripped.lstrip(char))
-            if char == "`" and "`" in stripped[length:]:
+            line = text[pos : _line_end(text, pos)]
+            info = _strip_list_marker(line.strip())
+            char = info[0]
+            length = len(info) - len(info.lstrip(char))
+            if char == "`" and "`" in info[length:]:
                 continue  # an info string with a backtick: inline code, not a fence
-            fence = (pos, char, length)
+            fence = (pos, char, length, bool(nested))
         elif kind == "under":
+            char = m.group("under").strip()[0]
             para = _paragraph_start(text, pos, prev_special, start)
             if para is not None:
                 out.complex = True  # setext headings are confirmed by CommonMark when available
                 if stop_when_complex:
                     return out
                 title = " ".join(t.strip() for t in text[para : pos - 1].split("\n"))
-                out.headings.append((para, 1 if stripped[0] == "=" else 2, title))
+                out.headings.append((para, 1 if char == "=" else 2, title))
                 out.setext.append((para, _line_end(text, pos)))
-            elif stripped[0] == "-" and len(stripped) >= 3:
+            elif char == "-" and m.group("under").count("-") >= 3:
                 out.rules.append(pos)
         elif kind == "hr":
             out.rules.append(pos)
@@ -143,8 +147,6 @@ def _paragraph_start(text: str, under: int, prev_special: int, floor: int) -> in
     Lines of a list item or block quote above the underline make it a rule or plain text, as
     CommonMark's lazy continuation rules do.
     """
-    if under <= floor:
-        return None
     pos = under
     first: int | None = None
     while pos > floor:
@@ -152,10 +154,12 @@ def _paragraph_start(text: str, under: int, prev_special: int, floor: int) -> in
         line = text[line_start : pos - 1]
         if not line.strip() or line_start <= prev_special:
             break
-        if _LIST_ITEM.match(line) or _QUOTE.match(line) or line.startswith(("    ", "\t")) and first is None:
+        if _LIST_ITEM.match(line) or _QUOTE.match(line):
             return None
         first = line_start
         pos = line_start
+    if first is not None and text.startswith(("    ", "\t"), first):
+        return None  # an indented code block, not a paragraph
     return first
 
 
@@ -244,15 +248,16 @@ def markdown_plan(text: str, ruler: Ruler, budget: int, use_commonmark: bool = T
     for pos in scan.rules:
         plan.add_point(pos, RULE_SCORE)
     plan.sections = heading_sections(scan.headings, n)
+    plan.titler = lambda pos: heading_title(text, pos)
     plan.points.pop(0, None)
     plan.finish()
     return plan
 
 
-def heading_sections(headings: list[tuple[int, int, str]], n: int) -> list[Section]:
+def heading_sections(headings: list[tuple[int, int, str | None]], n: int) -> list[Section]:
     """Each heading reaches to the next heading of the same or a higher level."""
     out: list[Section] = []
-    open_: list[tuple[int, int, str]] = []
+    open_: list[tuple[int, int, str | None]] = []
     for pos, level, title in sorted(headings):
         while open_ and open_[-1][1] >= level:
             s, _, t = open_.pop()
@@ -272,4 +277,4 @@ def leading_heading(text: str) -> tuple[str, ...]:
     scan = _scan(head, 0, stop_when_complex=md is not None)
     if scan.complex and md is not None:
         scan = _commonmark_scan(md, head, 0)
-    return tuple(title for pos, _, title in scan.headings[:1] if pos == 0)
+    return tuple(title or heading_title(text, 0) for pos, _, title in scan.headings[:1] if pos == 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -12,7 +13,7 @@ class Section:
 
     start: int  # char offset of the line where it begins
     end: int  # char offset where it stops being in force
-    title: str
+    title: str | None  # None: ask Plan.titler (titles are rarely needed, so found lazily)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Plan:
     loose: list[Block] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    titler: Callable[[int], str] | None = None
 
     def add_point(self, pos: int, score: int) -> None:
         if score > self.points.get(pos, 0):
@@ -74,7 +76,15 @@ class Plan:
         return None
 
 
-def section_paths(sections: list[Section], starts: list[int]) -> list[tuple[str, ...]]:
+def _title(section: Section, titler: Callable[[int], str] | None) -> str:
+    if section.title is not None or titler is None:
+        return section.title or ""
+    return titler(section.start)
+
+
+def section_paths(
+    sections: list[Section], starts: list[int], titler: Callable[[int], str] | None = None
+) -> list[tuple[str, ...]]:
     """The titles of the sections in force at each (ascending) offset in ``starts``, outer first."""
     out: list[tuple[str, ...]] = []
     active: list[Section] = []
@@ -84,5 +94,5 @@ def section_paths(sections: list[Section], starts: list[int]) -> list[tuple[str,
             active.append(sections[i])
             i += 1
         active = [s for s in active if s.end > pos]
-        out.append(tuple(s.title for s in active))
+        out.append(tuple(_title(s, titler) for s in active))
     return out

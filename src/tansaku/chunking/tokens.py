@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from itertools import accumulate
 from typing import Protocol, runtime_checkable
 
 # Same ranges as tansaku.text.cjk, repeated so this package does not import the text pipeline.
@@ -27,6 +28,7 @@ _CJK_CLASS = (
     "\U00030000-\U000323af"  # Extensions G-H
 )
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_CJK_SPLIT = re.compile(f"([{_CJK_CLASS}]+)")
 CHARS_PER_TOKEN = 4
 
 
@@ -68,44 +70,43 @@ class Ruler:
     re-counting strings.
     """
 
-    __slots__ = ("_cjk", "_cums", "_n", "_starts", "total")
+    __slots__ = ("_cums", "_first_cjk", "_n", "_starts", "total")
 
     def __init__(self, text: str) -> None:
         n = len(text)
-        starts: list[int] = []
-        cums: list[int] = []
-        cjk: list[bool] = []
-        tok = 0
-        pos = 0
-        if not text.isascii():
-            for m in _CJK_RUN.finditer(text):
-                a, b = m.span()
-                if a > pos:
-                    starts.append(pos)
-                    cums.append(tok)
-                    cjk.append(False)
-                    tok += (a - pos + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
-                starts.append(a)
-                cums.append(tok)
-                cjk.append(True)
-                tok += b - a
-                pos = b
-        if pos < n or not starts:
-            starts.append(pos)
-            cums.append(tok)
-            cjk.append(False)
-            tok += (n - pos + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
-        self._starts = starts
-        self._cums = cums
-        self._cjk = cjk
+        if text.isascii():
+            self._starts, self._cums, self._first_cjk = [0], [0], False
+            self._n = n
+            self.total = (n + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+            return
+        # With the capture group, split() alternates other / CJK pieces; only the first and last
+        # piece can be empty. Runs then alternate kinds, so a run's kind is its index parity.
+        pieces = _CJK_SPLIT.split(text)
+        first_cjk = False
+        if not pieces[0]:
+            pieces.pop(0)
+            first_cjk = True
+        if pieces and not pieces[-1]:
+            pieces.pop()
+        lengths = list(map(len, pieces))
+        tokens = [(length + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN for length in lengths]
+        first = 0 if first_cjk else 1
+        tokens[first::2] = lengths[first::2]
+        self._starts = [0, *accumulate(lengths)]
+        self._starts.pop()
+        self._cums = [0, *accumulate(tokens)]
+        self.total = self._cums.pop()
+        self._first_cjk = first_cjk
         self._n = n
-        self.total = tok
+
+    def _is_cjk(self, i: int) -> bool:
+        return (i & 1 == 0) == self._first_cjk
 
     def _end(self, i: int) -> int:
         return self._starts[i + 1] if i + 1 < len(self._starts) else self._n
 
     def _part(self, i: int, a: int, b: int) -> int:
-        return b - a if self._cjk[i] else (b - a + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+        return b - a if self._is_cjk(i) else (b - a + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
     def _run(self, pos: int) -> int:
         return bisect_right(self._starts, pos) - 1
@@ -131,7 +132,7 @@ class Ruler:
         end = self._end(i)
         first = self._part(i, a, end)
         if first > budget:
-            return a + (budget if self._cjk[i] else budget * CHARS_PER_TOKEN)
+            return a + (budget if self._is_cjk(i) else budget * CHARS_PER_TOKEN)
         if i + 1 == len(self._starts):
             return self._n
         cums = self._cums
@@ -142,7 +143,7 @@ class Ruler:
         end = self._end(j)
         if extra >= self._part(j, self._starts[j], end):
             return end
-        return self._starts[j] + (extra if self._cjk[j] else extra * CHARS_PER_TOKEN)
+        return self._starts[j] + (extra if self._is_cjk(j) else extra * CHARS_PER_TOKEN)
 
     def back(self, b: int, budget: int) -> int:
         """The smallest ``a`` with ``tokens(a, b) <= budget``."""
@@ -152,7 +153,7 @@ class Ruler:
         start = self._starts[j]
         last = self._part(j, start, b)
         if last > budget:
-            return b - (budget if self._cjk[j] else budget * CHARS_PER_TOKEN)
+            return b - (budget if self._is_cjk(j) else budget * CHARS_PER_TOKEN)
         if j == 0:
             return 0
         cums = self._cums
@@ -163,4 +164,4 @@ class Ruler:
         extra = rem - (cums[j] - cums[i])
         k = i - 1
         end = self._starts[i]
-        return end - (extra if self._cjk[k] else extra * CHARS_PER_TOKEN)
+        return end - (extra if self._is_cjk(k) else extra * CHARS_PER_TOKEN)

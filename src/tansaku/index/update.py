@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..config.masks import MaskMatcher, expand_masks
 from ..paths import is_within
-from ..sources.reader import ReadDocument, line_count, read_document
+from ..sources.reader import INDEXER_VERSION, ReadDocument, line_count, read_document
 from ..sources.walk import FoundFile, walk_collection
 from ..store import documents as store
 from ..text.cjk import segment
@@ -51,6 +51,8 @@ def plan(
     masks = MaskMatcher(expand_masks(collection.masks))
     ignore = MaskMatcher(expand_masks(collection.ignore)) if collection.ignore else None
     existing = store.documents_in(conn, collection.name)
+    # Files indexed by an older indexer are re-read even when unchanged on disk.
+    outdated = store.indexer_version(conn, collection.name) not in (None, INDEXER_VERSION)
     result = _Plan()
     found: list[FoundFile] = []
     unreadable_dirs: list[str] = []
@@ -67,7 +69,7 @@ def plan(
     for done, item in enumerate(found, start=1):
         seen.add(item.rel_path)
         old = existing.get(item.rel_path)
-        if old is not None and old.size == item.size and old.mtime_ns == item.mtime_ns:
+        if old is not None and old.size == item.size and old.mtime_ns == item.mtime_ns and not outdated:
             result.unchanged += 1
         else:
             doc = read_document(item.rel_path, item.abs_path, item.size, max_file_bytes)
@@ -76,7 +78,7 @@ def plan(
                 seen.discard(item.rel_path)  # a file that can no longer be read leaves the index
             elif old is None:
                 result.add.append((item, doc))
-            elif old.hash == doc.content_hash:
+            elif old.hash == doc.content_hash and not outdated:
                 result.touch.append((old, item))
                 result.unchanged += 1
             else:
@@ -142,10 +144,11 @@ def _stored(collection: str, item: FoundFile, doc: ReadDocument, indexed_at: str
 
 def _insert(conn: object, collection: str, item: FoundFile, doc: ReadDocument, indexed_at: str) -> None:
     segmented = segment(doc.text)
-    store.put_content(conn, doc.content_hash, doc.text, segmented)
+    store.put_content(conn, doc.content_hash, doc.text)
     store.insert_document(
         conn,
         _stored(collection, item, doc, indexed_at),
+        doc.text,
         fts_path(item.rel_path),
         segment(doc.title),
         segmented,
@@ -171,7 +174,7 @@ def apply(conn: object, collection: Collection, work: _Plan) -> None:
         _insert(conn, collection.name, item, doc, indexed_at)
     if work.remove or work.change:
         store.prune_content(conn)
-    store.set_collection_state(conn, collection.name, collection.path, indexed_at)
+    store.set_collection_state(conn, collection.name, collection.path, indexed_at, INDEXER_VERSION)
 
 
 def report(name: str, work: _Plan) -> CollectionUpdate:

@@ -22,6 +22,14 @@ MAX_BAD_FRACTION = 0.01
 _FRONT_MATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 _TITLE_LINE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.M)
 _HEADING = re.compile(r"^[ ]{0,3}#[ \t]+(.+?)[ \t#]*$", re.M)
+# A title underlined with a run of one punctuation character: Markdown setext (= or -) and
+# reStructuredText (any of these), e.g. "pathlib\n=======" in Python's .rst sources.
+_UNDERLINED = re.compile(
+    r"^[ ]{0,3}([^\s=\-~^*+#\"'`._][^\n]*?)[ \t]*\n[ ]{0,3}([=\-~^*+#\"'`:._])\2{2,}[ \t]*$", re.M
+)
+# Bump when what is derived from a file (title, segmentation, FTS columns) changes for the same
+# bytes: `update` then re-reads every file of a collection indexed by an older version.
+INDEXER_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,7 @@ def read_document(rel_path: str, abs_path: str, size: int, max_bytes: int) -> Re
 
 
 def extract_title(text: str, rel_path: str) -> str:
-    """Front-matter ``title``, else the first ``#`` heading, else the file name."""
+    """Front-matter ``title``, else the first heading (``#`` or underlined), else the file name."""
     body_start = 0
     front = _FRONT_MATTER.match(text)
     if front:
@@ -82,9 +90,12 @@ def extract_title(text: str, rel_path: str) -> str:
             title = _unquote(found.group(1))
             if title:
                 return title
-    heading = _HEADING.search(text, body_start)
-    if heading and heading.group(1).strip():
-        return heading.group(1).strip()
+    found = [m for m in (_HEADING.search(text, body_start), _UNDERLINED.search(text, body_start)) if m]
+    if found:
+        first = min(found, key=lambda m: m.start())
+        title = first.group(1).strip()
+        if title:
+            return title
     return PurePosixPath(rel_path).name
 
 

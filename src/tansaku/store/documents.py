@@ -117,24 +117,16 @@ def has_content(conn: Any, content_hash: str) -> bool:
     return conn.execute("SELECT 1 FROM content WHERE hash = ?", (content_hash,)).fetchone() is not None
 
 
-def put_content(conn: Any, content_hash: str, text: str, fts_body: str) -> None:
-    conn.execute(
-        "INSERT OR IGNORE INTO content (hash, body, fts_body) VALUES (?, ?, ?)",
-        (content_hash, text, None if fts_body == text else fts_body),
-    )
+def put_content(conn: Any, content_hash: str, text: str) -> None:
+    conn.execute("INSERT OR IGNORE INTO content (hash, body) VALUES (?, ?)", (content_hash, text))
 
 
-def fts_body(conn: Any, content_hash: str) -> str:
-    row = conn.execute(
-        "SELECT coalesce(fts_body, body) FROM content WHERE hash = ?", (content_hash,)
-    ).fetchone()
-    return row[0] if row else ""
-
-
-def insert_document(conn: Any, doc: StoredDocument, fts_path: str, fts_title: str, fts_body: str) -> int:
+def insert_document(
+    conn: Any, doc: StoredDocument, text: str, fts_path: str, fts_title: str, fts_body: str
+) -> int:
     cursor = conn.execute(
         "INSERT INTO documents (collection, path, hash, title, size, mtime_ns, line_count, repaired,"
-        " indexed_at, fts_path, fts_title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " indexed_at, fts_path, fts_title, fts_body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             doc.collection,
             doc.path,
@@ -147,6 +139,7 @@ def insert_document(conn: Any, doc: StoredDocument, fts_path: str, fts_title: st
             doc.indexed_at,
             fts_path,
             fts_title,
+            None if fts_body == text else fts_body,
         ),
     )
     doc_id = int(cursor.lastrowid)
@@ -160,7 +153,7 @@ def insert_document(conn: Any, doc: StoredDocument, fts_path: str, fts_title: st
 def _fts_delete(conn: Any, doc_id: int) -> None:
     """Remove a row from the contentless FTS table by replaying exactly what was inserted."""
     row = conn.execute(
-        "SELECT d.fts_path, d.fts_title, coalesce(c.fts_body, c.body) FROM documents AS d"
+        "SELECT d.fts_path, d.fts_title, coalesce(d.fts_body, c.body) FROM documents AS d"
         " JOIN content AS c ON c.hash = d.hash WHERE d.id = ?",
         (doc_id,),
     ).fetchone()
@@ -182,7 +175,7 @@ def move_document(
 ) -> None:
     """Same content at a new path: the row keeps its id; only the path tokens change in FTS."""
     row = conn.execute(
-        "SELECT d.fts_title, coalesce(c.fts_body, c.body) FROM documents AS d"
+        "SELECT d.fts_title, coalesce(d.fts_body, c.body) FROM documents AS d"
         " JOIN content AS c ON c.hash = d.hash WHERE d.id = ?",
         (doc_id,),
     ).fetchone()
@@ -221,12 +214,18 @@ def rename_collection(conn: Any, old: str, new: str) -> None:
     conn.execute("UPDATE collection_state SET name = ? WHERE name = ?", (new, old))
 
 
-def set_collection_state(conn: Any, name: str, root: str, last_update: str) -> None:
+def set_collection_state(conn: Any, name: str, root: str, last_update: str, indexer_version: int) -> None:
     conn.execute(
-        "INSERT INTO collection_state (name, root, last_update) VALUES (?, ?, ?)"
-        " ON CONFLICT (name) DO UPDATE SET root = excluded.root, last_update = excluded.last_update",
-        (name, root, last_update),
+        "INSERT INTO collection_state (name, root, last_update, indexer_version) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (name) DO UPDATE SET root = excluded.root, last_update = excluded.last_update,"
+        " indexer_version = excluded.indexer_version",
+        (name, root, last_update, indexer_version),
     )
+
+
+def indexer_version(conn: Any, name: str) -> int | None:
+    row = conn.execute("SELECT indexer_version FROM collection_state WHERE name = ?", (name,)).fetchone()
+    return None if row is None else int(row[0])
 
 
 def collection_states(conn: Any) -> dict[str, str | None]:

@@ -15,8 +15,7 @@ FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _V1 = f"""
 CREATE TABLE content (
     hash TEXT PRIMARY KEY,
-    body TEXT NOT NULL,
-    fts_body TEXT  -- the text as given to FTS when it differs from body (CJK segmented); else NULL
+    body TEXT NOT NULL
 ) WITHOUT ROWID;
 
 CREATE TABLE documents (
@@ -30,15 +29,17 @@ CREATE TABLE documents (
     line_count INTEGER NOT NULL,
     repaired INTEGER NOT NULL DEFAULT 0,
     indexed_at TEXT NOT NULL,
+    -- Exactly what was given to FTS for this row, so the row can be deleted again (see below).
     fts_path TEXT NOT NULL,
     fts_title TEXT NOT NULL,
+    fts_body TEXT,  -- NULL when identical to content.body (text without CJK)
     UNIQUE (collection, path)
 );
 CREATE INDEX documents_hash ON documents (hash);
 
 -- Contentless: the text is kept once in `content`; FTS holds only the (CJK-segmented) tokens.
 -- Rows are removed with FTS5's 'delete' command and the exact values that were inserted
--- (documents.fts_path/fts_title, content.fts_body or body), which keeps FTS5's row count and
+-- (documents.fts_path/fts_title/fts_body, else content.body), which keeps FTS5's row count and
 -- average lengths right; contentless_delete=1 leaves them stale and skews BM25 after updates.
 CREATE VIRTUAL TABLE documents_fts USING fts5(
     path, title, body,
@@ -49,7 +50,8 @@ CREATE VIRTUAL TABLE documents_fts USING fts5(
 CREATE TABLE collection_state (
     name TEXT PRIMARY KEY,
     root TEXT NOT NULL,
-    last_update TEXT
+    last_update TEXT,
+    indexer_version INTEGER NOT NULL DEFAULT 0
 );
 """
 
