@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from .config import settings
 from .config.contexts import GLOBAL, normalize_context_path
@@ -28,10 +29,12 @@ from .paths import Locations, locations, virtual_path
 from .store import db
 from .store import documents as store
 from .types import (
+    ChunkView,
     Collection,
     CollectionInfo,
     CollectionUpdate,
     Context,
+    DocumentChunks,
     DocumentSlice,
     FileEntry,
     MultiGetResult,
@@ -100,6 +103,7 @@ class Tansaku:
         name: str | None = None,
         masks: Sequence[str] = (),
         ignore: Sequence[str] = (),
+        chunk_strategy: str = "regex",
         dry_run: bool = False,
         progress: ProgressFactory | None = None,
     ) -> UpdateReport:
@@ -115,6 +119,7 @@ class Tansaku:
             path=str(root),
             masks=expand_masks(masks or settings.DEFAULT_MASKS),
             ignore=expand_masks(ignore) if ignore else (),
+            chunk_strategy=chunk_strategy,
         )
         config = self.config()
         if name in config.collections:
@@ -133,23 +138,27 @@ class Tansaku:
 
     def collections(self) -> list[CollectionInfo]:
         config = self.config()
-        counts, states = self._index_counts()
-        return [
-            CollectionInfo(
-                c, counts.get(c.name, (0, 0))[0], states.get(c.name), counts.get(c.name, (0, 0))[1]
-            )
-            for c in config.collection_list()
-        ]
+        if not self.index_path.exists():
+            return [CollectionInfo(c, 0, None) for c in config.collection_list()]
+        with self._reader() as conn:
+            return self._infos(conn, config)
+
+    @staticmethod
+    def _infos(conn: db.Connection, config: settings.Config) -> list[CollectionInfo]:
+        from .index.chunks import params_for
+        from .store.chunks import collection_chunk_counts
+
+        counts, states = store.collection_counts(conn), store.collection_states(conn)
+        infos = []
+        for c in config.collection_list():
+            documents, size = counts.get(c.name, (0, 0))
+            chunked, chunks, fallbacks = collection_chunk_counts(conn, c.name, params_for(c).fingerprint())
+            infos.append(CollectionInfo(c, documents, states.get(c.name), size, chunked, chunks, fallbacks))
+        return infos
 
     def collection(self, name: str) -> CollectionInfo:
         self._collection(self.config(), name)
         return next(info for info in self.collections() if info.collection.name == name)
-
-    def _index_counts(self) -> tuple[dict[str, tuple[int, int]], dict[str, str | None]]:
-        if not self.index_path.exists():
-            return {}, {}
-        with self._reader() as conn:
-            return store.collection_counts(conn), store.collection_states(conn)
 
     def rename_collection(self, old: str, new: str) -> Collection:
         config = self.config()
@@ -198,13 +207,33 @@ class Tansaku:
     # --- indexing -----------------------------------------------------------------------------
 
     def update(
-        self, names: Sequence[str] = (), *, dry_run: bool = False, progress: ProgressFactory | None = None
+        self,
+        names: Sequence[str] = (),
+        *,
+        dry_run: bool = False,
+        progress: ProgressFactory | None = None,
+        chunk_strategy: str | None = None,
     ) -> UpdateReport:
+        """Re-index. A ``chunk_strategy`` becomes the setting of the collections updated (so the
+        next plain `update` does not re-chunk them back); a dry run saves nothing."""
         config = self.config()
         for name in names:
             self._collection(config, name)
         chosen = list(dict.fromkeys(names)) or sorted(config.collections)
+        if chunk_strategy:
+            for name in chosen:
+                config = config.with_collection(
+                    replace(config.collections[name], chunk_strategy=chunk_strategy)
+                )
+            if not dry_run:
+                settings.save(self.config_path, config)
         return self._update(config, chosen, dry_run=dry_run, run_hooks=True, progress=progress)
+
+    def set_chunk_strategy(self, name: str, strategy: str) -> Collection:
+        config = self.config()
+        updated = replace(self._collection(config, name), chunk_strategy=strategy)
+        settings.save(self.config_path, config.with_collection(updated))
+        return updated
 
     def _update(
         self,
@@ -317,6 +346,60 @@ class Tansaku:
                 max_bytes or DEFAULT_MULTI_GET_MAX_BYTES,
             )
 
+    def chunks(self, ref: str, *, chunk_strategy: str | None = None) -> DocumentChunks:
+        """A document's chunks as stored; computed (not stored) when `update` has not made them yet."""
+        from .chunking import chunk_text
+        from .index.chunks import params_for
+        from .retrieve.get import resolve, split_range
+        from .store import chunks as chunk_store
+
+        config = self.config()
+        base, _, _ = split_range(ref)
+        with self._reader() as conn:
+            doc = resolve(conn, base, config.collections)
+            collection = config.collections[doc.collection]
+            params = params_for(collection, chunk_strategy)
+            text = store.body(conn, doc.hash)
+            stored = chunk_store.chunks_of(conn, doc.hash, params.fingerprint())
+        warnings: list[Notice] = []
+        items: Sequence[Any]
+        if stored is not None:
+            run, items = stored
+            strategy_used, notes = run.strategy_used, run.warnings
+        else:
+            result = chunk_text(text, doc.path, params)
+            strategy_used, notes, items = result.strategy_used, result.warnings, result.chunks
+            warnings.append(
+                Notice(
+                    "CHUNKS_NOT_STORED", f"computed now, not stored: run `tansaku update -c {doc.collection}`"
+                )
+            )
+        warnings += [Notice("CHUNKER_FALLBACK", note) for note in notes]
+        return DocumentChunks(
+            docid=doc.hash[:6],
+            collection=doc.collection,
+            path=doc.path,
+            virtual_path=virtual_path(doc.collection, doc.path),
+            disk_path=os.path.join(collection.path, *doc.path.split("/")),
+            title=doc.title,
+            params=params.fingerprint(),
+            strategy_used=strategy_used,
+            stored=stored is not None,
+            chunks=tuple(
+                ChunkView(
+                    c.seq,
+                    c.start_line,
+                    c.end_line,
+                    c.tokens,
+                    tuple(c.heading_path),
+                    c.oversized,
+                    text[c.start_char : c.end_char],
+                )
+                for c in items
+            ),
+            warnings=tuple(warnings),
+        )
+
     def ls(self, target: str | None = None) -> list[CollectionInfo] | list[FileEntry]:
         if not target:
             return self.collections()
@@ -387,6 +470,7 @@ class Tansaku:
     # --- health -------------------------------------------------------------------------------
 
     def status(self) -> StatusReport:
+        from .chunking import available_grammars
         from .index.runner import pending_summary
         from .store.migrations import SCHEMA_VERSION
 
@@ -394,7 +478,7 @@ class Tansaku:
         exists = self.index_path.exists()
         warnings: list[Notice] = []
         schema: int | None = None
-        counts: dict[str, tuple[int, int]] = {}
+        infos: list[CollectionInfo] = [CollectionInfo(c, 0, None) for c in config.collection_list()]
         states: dict[str, str | None] = {}
         pending: list[str] = []
         if not exists:
@@ -408,19 +492,18 @@ class Tansaku:
             try:
                 with self._reader() as conn:
                     schema = SCHEMA_VERSION
-                    counts, states = store.collection_counts(conn), store.collection_states(conn)
+                    infos, states = self._infos(conn, config), store.collection_states(conn)
                     pending = pending_summary(conn, config)
             except (IndexSchemaMismatch, IndexCorrupt) as exc:
                 warnings.append(Notice(exc.code, exc.message))
         for c in config.collection_list():
             if exists and c.name not in states:
                 pending.append(f"{c.name}: never indexed; run `tansaku update -c {c.name}`")
-        infos = tuple(
-            CollectionInfo(
-                c, counts.get(c.name, (0, 0))[0], states.get(c.name), counts.get(c.name, (0, 0))[1]
-            )
-            for c in config.collection_list()
-        )
+        for info in infos:
+            if info.chunked < info.documents:
+                missing = info.documents - info.chunked
+                name = info.collection.name
+                pending.append(f"{name}: {missing} documents not chunked yet; run `tansaku update -c {name}`")
         return StatusReport(
             index_path=str(self.index_path),
             index_exists=exists,
@@ -428,10 +511,11 @@ class Tansaku:
             schema_version=schema,
             code_schema_version=SCHEMA_VERSION,
             config_path=str(self.config_path),
-            collections=infos,
+            collections=tuple(infos),
             contexts=tuple(config.context_list()),
             pending=tuple(pending),
             warnings=tuple(warnings),
+            grammars=tuple(sorted(available_grammars().items())),
         )
 
 

@@ -160,6 +160,9 @@ class CollectionInfo:
     documents: int
     last_update: str | None  # ISO 8601 UTC
     bytes: int = 0
+    chunked: int = 0  # documents whose text has chunks for the collection's current parameters
+    chunks: int = 0
+    chunk_fallbacks: int = 0  # documents chunked with a warning (e.g. no grammar: regex was used)
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,7 @@ class StatusReport:
     contexts: tuple[Context, ...]
     pending: tuple[str, ...]  # human sentences: what `update` would have to do
     warnings: tuple[Notice, ...] = ()
+    grammars: tuple[tuple[str, bool], ...] = ()  # tree-sitter languages for --chunk-strategy auto
 
 
 @dataclass(frozen=True)

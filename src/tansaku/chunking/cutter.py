@@ -122,12 +122,12 @@ class Cutter:
         pos = self._last_line_start(lo, target)
         if pos is not None:
             return pos
-        if start < lo:
-            return None
-        pos = self._separator_before(start, target)
+        if start < lo and (target <= lo or self.plan.guard_at(target) is not None):
+            return None  # only a chunk starting at ``lo`` itself can reach past this block
+        pos = self._separator_before(lo, target)
         if pos is not None:
             return pos
-        return self._hard_cut(start, target)
+        return self._hard_cut(lo, target)
 
     def _candidates(self, a: int, b: int) -> list[tuple[int, int]]:
         text, plan = self.text, self.plan
@@ -156,10 +156,11 @@ class Cutter:
             return i + 1
         return guard[0] if guard[0] > lo else None
 
-    def _separator_before(self, start: int, target: int) -> int | None:
+    def _separator_before(self, lo: int, target: int) -> int | None:
+        """The position just after the last whitespace (or CJK punctuation) in [lo, target)."""
         text = self.text
-        j = max(text.rfind(ch, start, target) for ch in SEPARATORS)
-        return j + 1 if j >= start else None
+        j = max(text.rfind(ch, lo, target) for ch in SEPARATORS)
+        return j + 1 if j >= lo else None
 
     def _hard_cut(self, start: int, target: int) -> int:
         text, n = self.text, self.n
@@ -182,14 +183,17 @@ class Cutter:
     def _overlap_start(self, start: int, end: int) -> int:
         """Where the next chunk starts: ``overlap`` tokens before ``end``, moved to a line start
         (or else a word start) within half the overlap either way; never inside a guarded span."""
-        if self.overlap == 0:
+        # Leave the next chunk room to reach past ``end``, or it could not make progress.
+        overlap = min(self.overlap, self.budget - 1)
+        if overlap <= 0:
             return end
         ruler, text, plan = self.ruler, self.text, self.plan
-        ideal = max(ruler.back(end, self.overlap), start + 1)
+        floor = max(start + 1, ruler.back(end, self.budget - 1))
+        ideal = max(ruler.back(end, overlap), floor)
         if ideal >= end:
             return end
-        tol = max(1, self.overlap // 2)
-        lo = max(start + 1, ruler.back(ideal, tol))
+        tol = max(1, overlap // 2)
+        lo = max(floor, ruler.back(ideal, tol))
         hi = min(end - 1, ruler.advance(ideal, tol))
         options: list[int] = []
         i = text.rfind("\n", lo - 1, ideal)
@@ -218,6 +222,6 @@ class Cutter:
         if words:
             return min(words, key=lambda p: (ruler.tokens(min(p, ideal), max(p, ideal)), -p))
         pos = ideal
-        while pos > start + 1 and _splits_cluster(text, pos):
+        while pos > lo and _splits_cluster(text, pos):
             pos -= 1
         return pos if not _splits_cluster(text, pos) else end

@@ -27,14 +27,14 @@ _FRONT_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t\r]*(?:\n|\Z)", re.M)
 # regex engine skip ahead fast); the first line is matched separately.
 _BODY = (
     r"(?:(?P<atx>[ ]{0,3}#{1,6})(?=[ \t\r]|$)"
-    r"|(?P<fence>[ ]{0,3}(?:`{3,}|~{3,}))"
+    r"|(?P<fence>`{3,}|~{3,})"
     r"|(?P<under>[ ]{0,3}(?:=+|-+)[ \t\r]*)$"
     r"|(?P<hr>[ ]{0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,}))\r?$"
-    # Left to CommonMark: headings and fences in block quotes, HTML blocks that run past blank
-    # lines (comments, <pre>, <script>...), fences indented as list item content.
+    # Left to CommonMark: headings and fences in block quotes, HTML blocks (their content is not
+    # Markdown), and indented fences, which usually belong to list items and end with them.
     r"|(?P<cx>[ ]{0,3}>[ \t>]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*(?:#{1,6}(?:[ \t]|$)|`{3,}|~{3,})"
-    r"|[ ]{0,3}<(?:!--|\?|![A-Za-z]|!\[CDATA\[|(?i:script|pre|style|textarea)(?:[ \t>]|$))"
-    r"|(?P<nested>[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)+|[ \t]*(?:\t|[ ]{4})[ \t]*)(?:`{3,}|~{3,})))"
+    r"|[ ]{0,3}<[A-Za-z/!?]"
+    r"|(?P<nested>[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)+|[ \t]+)(?:`{3,}|~{3,})))"
 )
 # The lookahead rejects ordinary lines (starting with a letter) at their first character.
 _LINE_AFTER_NL = re.compile(r"\n(?=[ \t#`~=*_<>\d+-])" + _BODY, re.M)
@@ -93,11 +93,15 @@ def _scan(text: str, start: int, stop_when_complex: bool) -> _Scan:
         kind = m.lastgroup
         pos = start if m is first else m.start() + 1
         if fence is not None:
-            if kind == "fence" or (kind == "cx" and fence[3] and m.group("nested")):
-                # Only a bare marker of the same kind, at least as long, closes a fence.
+            if kind == "fence" or (kind == "cx" and m.group("nested")):
+                # Only a bare marker of the same kind, at least as long, and indented at most
+                # three spaces (unless the fence itself was nested), closes a fence.
                 end = _line_end(text, pos)
-                marker = _strip_list_marker(text[pos:end].strip())
-                if marker and marker.count(fence[1]) == len(marker) >= fence[2]:
+                line = text[pos:end]
+                indent = len(line) - len(line.lstrip(" "))
+                marker = _strip_list_marker(line.strip()) if fence[3] else line.strip()
+                closes = fence[3] or indent <= 3
+                if closes and marker and marker.count(fence[1]) == len(marker) >= fence[2]:
                     out.fences.append((fence[0], end))
                     fence = None
                     prev_special = pos

@@ -25,6 +25,11 @@ def register(commands: Any) -> None:
     update.add_argument(
         "--dry-run", action="store_true", help="show what would change and which hooks would run"
     )
+    update.add_argument(
+        "--chunk-strategy",
+        choices=("regex", "auto"),
+        help="chunk with this strategy from now on (saved as the updated collections' setting)",
+    )
     _common(update, _update)
 
     _common(commands.add_parser("status", help="index health and what is pending (read-only)"), _status)
@@ -54,7 +59,9 @@ def _common(parser: argparse.ArgumentParser, handler: Any) -> None:
 def _update(args: argparse.Namespace, out: Output) -> int:
     progress = DelayedProgress(enabled=sys.stdout.isatty() and out.fmt == "cli")
     try:
-        report = api_for(args).update(args.collections, dry_run=args.dry_run, progress=progress)
+        report = api_for(args).update(
+            args.collections, dry_run=args.dry_run, progress=progress, chunk_strategy=args.chunk_strategy
+        )
     finally:
         progress.close()
     out.render(report)

@@ -28,6 +28,12 @@ def register(commands: Any) -> None:
         help="files to index (repeatable; comma lists and {a,b} groups; default **/*.md)",
     )
     add.add_argument("--ignore", action="append", default=[], metavar="GLOB", help="files or folders to skip")
+    add.add_argument(
+        "--chunk-strategy",
+        choices=("regex", "auto"),
+        default="regex",
+        help="auto: cut code files at definitions (tree-sitter, the 'code' extra); default regex",
+    )
     add.add_argument("--dry-run", action="store_true", help="show what would be indexed; change nothing")
     _common(add, _add)
 
@@ -63,6 +69,14 @@ def register(commands: Any) -> None:
     hook.add_argument("cmd", nargs="?", default=None, help="run with bash -c in the collection folder")
     _common(hook, _set_update)
 
+    strategy = sub.add_parser(
+        "set-chunk-strategy",
+        help="how this collection's files are chunked: regex, or auto (code at definitions)",
+    )
+    strategy.add_argument("name")
+    strategy.add_argument("strategy", choices=("regex", "auto"))
+    _common(strategy, _set_chunk_strategy)
+
     ls = commands.add_parser("ls", help="list collections, or the files of COLLECTION[/SUB]")
     ls.add_argument("target", nargs="?", metavar="COLLECTION[/SUB]")
     _common(ls, _ls)
@@ -82,6 +96,7 @@ def _add(args: argparse.Namespace, out: Output) -> int:
             name=args.name,
             masks=args.mask,
             ignore=args.ignore,
+            chunk_strategy=args.chunk_strategy,
             dry_run=args.dry_run,
             progress=progress,
         )
@@ -139,6 +154,13 @@ def _set_update(args: argparse.Namespace, out: Output) -> int:
         else f"{args.name}: update hook cleared"
     )
     out.render({"collection": args.name, "update": collection.update, "message": message})
+    return 0
+
+
+def _set_chunk_strategy(args: argparse.Namespace, out: Output) -> int:
+    api_for(args).set_chunk_strategy(args.name, args.strategy)
+    message = f"{args.name}: chunk strategy {args.strategy}; the next `tansaku update` re-chunks its files"
+    out.render({"collection": args.name, "chunk_strategy": args.strategy, "message": message})
     return 0
 
 

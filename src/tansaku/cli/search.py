@@ -98,6 +98,30 @@ def register(commands: Any) -> None:
     add_format_options(multi)
     multi.set_defaults(handler=_multi_get)
 
+    register_chunks(commands)
+
+
+def register_chunks(commands: Any) -> None:
+    chunks = commands.add_parser(
+        "chunks", help="show how a document is cut into chunks (line ranges, tokens, heading paths)"
+    )
+    chunks.add_argument("ref", metavar="REF", help="path, tansaku:// path or #docid")
+    chunks.add_argument(
+        "--chunk-strategy",
+        choices=("regex", "auto"),
+        help="show chunks for this strategy (default: the collection's)",
+    )
+    chunks.add_argument("--full-path", action="store_true", help="show the disk path")
+    add_index_option(chunks)
+    add_format_options(chunks)
+    chunks.set_defaults(handler=_chunks)
+
+
+def _chunks(args: argparse.Namespace, out: Output) -> int:
+    result = api_for(args).chunks(args.ref, chunk_strategy=args.chunk_strategy)
+    out.render(result, full_path=args.full_path)
+    return 0
+
 
 def _search(args: argparse.Namespace, out: Output) -> int:
     default_limit = TERMINAL_LIMIT if out.fmt == "cli" else SCRIPT_LIMIT

@@ -20,6 +20,7 @@ from ..store import documents as store
 from ..store.migrations import migrate
 from ..types import Collection, CollectionUpdate, UpdateReport
 from . import update as indexing
+from .chunks import chunk_collection, params_for
 from .hooks import run_hook
 from .progress import ProgressFactory
 
@@ -76,10 +77,14 @@ def _one(
             with db.write_lock(conn, index_path, f"update {collection.name}"):
                 work = indexing.plan(conn, collection, max_file_bytes, callback)
                 indexing.apply(conn, collection, work)
+                chunking = chunk_collection(conn, collection, params_for(collection))
         except db.DatabaseError as exc:
             raise db.translate(exc, index_path) from exc
     result = indexing.report(collection.name, work)
     result.hook = hook
+    if not dry_run:
+        result.chunked, result.chunks = chunking.documents, chunking.chunks
+        result.chunk_warnings = chunking.warnings
     if dry_run and run_hooks and collection.update:
         result.hook_pending = collection.update
     return result

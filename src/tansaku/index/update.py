@@ -19,6 +19,7 @@ from ..config.masks import MaskMatcher, expand_masks
 from ..paths import is_within
 from ..sources.reader import INDEXER_VERSION, ReadDocument, line_count, read_document
 from ..sources.walk import FoundFile, walk_collection
+from ..store import chunks as chunk_store
 from ..store import documents as store
 from ..text.cjk import segment
 from ..types import Collection, CollectionUpdate, SkippedFile
@@ -174,6 +175,7 @@ def apply(conn: object, collection: Collection, work: _Plan) -> None:
         _insert(conn, collection.name, item, doc, indexed_at)
     if work.remove or work.change:
         store.prune_content(conn)
+        chunk_store.prune_chunks(conn)
     store.set_collection_state(conn, collection.name, collection.path, indexed_at, INDEXER_VERSION)
 
 

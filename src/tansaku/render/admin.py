@@ -96,6 +96,9 @@ def _update_one(c: CollectionUpdate, dry_run: bool) -> list[str]:
             f"unchanged {c.unchanged}, removed {len(c.removed)}, skipped {len(c.skipped)}"
         )
         lines.append(f"  {counts}")
+    if c.chunked:
+        lines.append(f"  chunked {c.chunked} texts into {c.chunks} chunks")
+    lines += [f"  chunking: {clean(w)}" for w in c.chunk_warnings]
     if not dry_run:
         lines += [f"  moved: {clean(a)} -> {clean(b)}" for a, b in c.moved]
     lines += [f"  repaired (invalid UTF-8 replaced with U+FFFD): {clean(p)}" for p in c.repaired]
@@ -123,17 +126,30 @@ def _status(s: StatusReport) -> list[str]:
         index = f"{s.index_path} ({human_size(s.index_bytes)}, schema {schema})"
     lines = [f"index:  {clean(index)}", f"config: {clean(s.config_path)}", ""]
     if s.collections:
-        rows = [["NAME", "DOCS", "LAST UPDATE", "PATH"]]
+        rows = [["NAME", "DOCS", "CHUNKED", "CHUNKS", "LAST UPDATE", "PATH"]]
         rows += [
-            [i.collection.name, str(i.documents), when(i.last_update), clean(i.collection.path)]
+            [
+                i.collection.name,
+                str(i.documents),
+                str(i.chunked),
+                str(i.chunks),
+                when(i.last_update),
+                clean(i.collection.path),
+            ]
             for i in s.collections
         ]
-        lines += ["collections:", *("  " + row for row in table(rows, right=frozenset({1})))]
+        lines += ["collections:", *("  " + row for row in table(rows, right=frozenset({1, 2, 3})))]
     else:
         lines.append("collections: (none)")
     if s.contexts:
         lines += ["contexts:", *("  " + line for line in _contexts(list(s.contexts)))]
     lines += ["pending:", *(f"  - {clean(p)}" for p in s.pending)] if s.pending else ["pending: (nothing)"]
+    if s.grammars:
+        have = [name for name, ok in s.grammars if ok]
+        missing = [name for name, ok in s.grammars if not ok]
+        lines.append("code grammars (--chunk-strategy auto): " + (", ".join(have) or "none installed"))
+        if missing:
+            lines.append(f"  missing (regex is used for these): {', '.join(missing)}")
     return lines + warning_lines(s.warnings)
 
 
@@ -146,11 +162,17 @@ def _collection(info: CollectionInfo) -> list[str]:
         ("ignore", ", ".join(c.ignore) or "(none)"),
         ("update hook", clean(c.update) if c.update else "(none)"),
         ("included", "yes (searched by default)" if c.include else "no (searched only when named)"),
+        ("chunking", c.chunk_strategy),
         ("documents", str(info.documents)),
+        ("chunked", f"{info.chunked} documents, {info.chunks} chunks" + _fallbacks(info)),
         ("size", human_size(info.bytes)),
         ("last update", when(info.last_update)),
     ]
     return [f"{name + ':':<13}{value}" for name, value in fields]
+
+
+def _fallbacks(info: CollectionInfo) -> str:
+    return f" ({info.chunk_fallbacks} fell back to regex)" if info.chunk_fallbacks else ""
 
 
 def _collections(infos: list[CollectionInfo]) -> list[str]:

@@ -34,7 +34,13 @@ def _summary(chunk: ChunkView) -> str:
 
 def _status_line(doc: DocumentChunks) -> str:
     stored = "stored" if doc.stored else "not stored yet (run `tansaku update`)"
-    return f"{len(doc.chunks)} chunks, {doc.strategy_used}, params {doc.params}, {stored}"
+    count = "1 chunk" if len(doc.chunks) == 1 else f"{len(doc.chunks)} chunks"
+    return f"{count}, {doc.strategy_used}, params {doc.params}, {stored}"
+
+
+def _lines(chunk: ChunkView) -> list[str]:
+    # A chunk ends with the newline of its last line; that newline does not start another line.
+    return chunk.text.removesuffix("\n").split("\n")
 
 
 def _cli(doc: DocumentChunks, opts: RenderOptions) -> str:
@@ -45,10 +51,12 @@ def _cli(doc: DocumentChunks, opts: RenderOptions) -> str:
     ]
     for chunk in doc.chunks:
         lines += ["", f"{clean(_summary(chunk))}"]
-        preview = chunk.text.split("\n")
-        lines += [f"  {clean(line)}" for line in preview[:PREVIEW_LINES]]
-        if len(preview) > PREVIEW_LINES:
-            lines.append(f"  … ({len(preview) - PREVIEW_LINES} more lines; --json has the full text)")
+        text_lines = _lines(chunk)
+        preview = [line for line in text_lines if line.strip()][:PREVIEW_LINES]
+        lines += [f"  {clean(line)}" for line in preview]
+        hidden = len(text_lines) - len(preview)
+        if hidden > 0:
+            lines.append(f"  … ({hidden} more lines; --json has the full text)")
     if doc.warnings:
         lines += ["", *warning_lines(doc.warnings)]
     return "\n".join(lines) + "\n"

@@ -30,6 +30,9 @@ _UNDERLINED = re.compile(
 # Bump when what is derived from a file (title, segmentation, FTS columns) changes for the same
 # bytes: `update` then re-reads every file of a collection indexed by an older version.
 INDEXER_VERSION = 2
+# Only prose formats have headings; in code a "# comment" or a docstring closed by '"""' is not
+# a title, so code files are titled by their name.
+PROSE_SUFFIXES = frozenset({"", ".md", ".markdown", ".mdx", ".rst", ".txt", ".text", ".adoc", ".org"})
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,9 @@ def read_document(rel_path: str, abs_path: str, size: int, max_bytes: int) -> Re
 
 def extract_title(text: str, rel_path: str) -> str:
     """Front-matter ``title``, else the first heading (``#`` or underlined), else the file name."""
+    name = PurePosixPath(rel_path).name
+    if _prose_suffix(name) not in PROSE_SUFFIXES:
+        return name
     body_start = 0
     front = _FRONT_MATTER.match(text)
     if front:
@@ -96,7 +102,12 @@ def extract_title(text: str, rel_path: str) -> str:
         title = first.group(1).strip()
         if title:
             return title
-    return PurePosixPath(rel_path).name
+    return name
+
+
+def _prose_suffix(name: str) -> str:
+    """`.rst.txt` counts as `.txt`; a name without a dot (README) has no suffix."""
+    return PurePosixPath(name).suffix.lower()
 
 
 def _unquote(value: str) -> str:

@@ -117,11 +117,12 @@ def prune_chunks(conn: Any) -> None:
     conn.execute("DELETE FROM chunk_runs WHERE hash NOT IN (SELECT hash FROM content)")
 
 
-def chunk_stats(conn: Any) -> dict[str, tuple[int, int, int]]:
-    """collection -> (documents chunked with any parameters, chunks, documents with fallback warnings)."""
-    rows = conn.execute(
-        "SELECT d.collection, count(DISTINCT d.hash), coalesce(sum(r.chunk_count), 0),"
-        " sum(CASE WHEN r.warnings != '[]' THEN 1 ELSE 0 END)"
-        " FROM documents AS d JOIN chunk_runs AS r ON r.hash = d.hash GROUP BY d.collection"
-    )
-    return {row[0]: (row[1], row[2], row[3] or 0) for row in rows}
+def collection_chunk_counts(conn: Any, collection: str, params: str) -> tuple[int, int, int]:
+    """(documents chunked with these parameters, their chunks, documents chunked with a warning)."""
+    row = conn.execute(
+        "SELECT count(*), coalesce(sum(r.chunk_count), 0), coalesce(sum(r.warnings != '[]'), 0)"
+        " FROM documents AS d JOIN chunk_runs AS r ON r.hash = d.hash AND r.params = ?"
+        " WHERE d.collection = ?",
+        (params, collection),
+    ).fetchone()
+    return int(row[0]), int(row[1]), int(row[2])

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .chunks import prune_chunks
+
 # Column weights for bm25(): path, title, body. Title matters most.
 BM25_WEIGHTS = (1.5, 4.0, 1.0)
 
@@ -206,6 +208,7 @@ def delete_collection(conn: Any, collection: str) -> int:
         delete_document(conn, doc_id)
     conn.execute("DELETE FROM collection_state WHERE name = ?", (collection,))
     prune_content(conn)
+    prune_chunks(conn)
     return len(ids)
 
 
