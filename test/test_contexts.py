@@ -340,3 +340,11 @@ def test_contexts_shown_by_status(cli: Cli, indexed: Path) -> None:
         {"path": "/", "text": "global"},
         {"path": "tansaku://sample/zh", "text": "zh"},
     ]
+
+
+def test_collection_name_wins_over_an_unrelated_folder_of_the_same_name(cli, indexed, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "sample" / "guides").mkdir(parents=True)
+    result = cli("context", "add", "sample/guides", "How-to guides", "--json", cwd=elsewhere)
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["path"] == "tansaku://sample/guides"

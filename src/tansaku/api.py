@@ -496,6 +496,7 @@ class Tansaku:
                     pending = pending_summary(conn, config)
             except (IndexSchemaMismatch, IndexCorrupt) as exc:
                 warnings.append(Notice(exc.code, exc.message))
+                schema = exc.details.get("version")
         for c in config.collection_list():
             if exists and c.name not in states:
                 pending.append(f"{c.name}: never indexed; run `tansaku update -c {c.name}`")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -81,34 +80,43 @@ class Cutter:
                     spans.append(Span(start, n, k))
                     return spans
             lo = max(start, prev_end)
-            budget = self.budget
-            while True:
-                choice = self._choose(start, lo, budget)
-                if choice is None:
-                    # The overlap put a guarded block out of reach of any cut: start afresh.
-                    start = lo
-                    continue
-                end = choice
-                k = self.count(start, end)
-                if k <= self.max_tokens or end - start <= 1:
-                    break
-                over = math.ceil((k - self.max_tokens) / self.scale)
-                budget = min(budget - 1, self.ruler.tokens(start, end) - max(1, over))
-                if budget < 1:
-                    end = self._hard_cut(start, start + 1)
-                    k = self.count(start, end)
-                    break
+            found = self._cut_from(start, lo)
+            if found is None:
+                # The overlap put a guarded block out of reach of any cut: start afresh at ``lo``.
+                start = lo
+                continue
+            end, k = found
             spans.append(Span(start, end, k))
             if end >= n:
                 return spans
             prev_end = end
             start = self._overlap_start(start, end)
 
+    def _cut_from(self, start: int, lo: int) -> tuple[int, int] | None:
+        """The end of the chunk starting at ``start`` (past ``lo``) and its size in tokens."""
+        budget = self.budget
+        while True:
+            end = self._choose(start, lo, budget)
+            if end is None:
+                return None
+            k = self.count(start, end)
+            if k <= self.max_tokens or end - start <= 1:
+                return end, k
+            # A custom counter disagreed with the estimate here: shrink in proportion.
+            budget = min(budget - 1, self.ruler.tokens(start, end) * self.max_tokens // k)
+            if budget < 1:
+                if start < lo:
+                    return None
+                end = self._hard_cut(start, start + 1)
+                return end, self.count(start, end)
+
     # -- the cut -----------------------------------------------------------------------------
 
     def _choose(self, start: int, lo: int, budget: int) -> int | None:
         ruler = self.ruler
-        target = min(ruler.advance(start, budget), self.n)
+        target = ruler.advance(start, budget)
+        if target >= self.n:
+            return self.n
         wlo = max(ruler.back(target, self.window), lo + 1)
         best, best_value = -1, -1.0
         if wlo <= target:

@@ -142,7 +142,8 @@ GRAMMARS: dict[str, Grammar] = {
             "(singleton_class) @class",
             "(method) @function",
             "(singleton_method) @function",
-            '(program (call !receiver method: (identifier) @_m (#match? @_m "^(require|require_relative)$")) @import)',
+            "(program (call !receiver method: (identifier) @_m"
+            ' (#match? @_m "^(require|require_relative)$")) @import)',
         ),
     ),
 }

@@ -8,6 +8,7 @@ block. Without markdown-it installed the scanner's answer is used for those too.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Callable
 from itertools import chain
@@ -167,6 +168,14 @@ def _paragraph_start(text: str, under: int, prev_special: int, floor: int) -> in
     return first
 
 
+def _commonmark_available() -> bool:
+    # Checked without importing: most documents never need the parser.
+    global _MD
+    if _MD is None and importlib.util.find_spec("markdown_it") is None:
+        _MD = False
+    return _MD is not False
+
+
 def _markdown_it() -> Any | None:
     global _MD
     if _MD is None:
@@ -219,15 +228,24 @@ def _commonmark_scan(md: Any, text: str, start: int) -> _Scan:
     return out
 
 
+def _best_scan(text: str, start: int, use_commonmark: bool) -> _Scan:
+    """The line scanner's answer, or CommonMark's when the scanner cannot settle the document."""
+    hand_over = use_commonmark and _commonmark_available()
+    scan = _scan(text, start, stop_when_complex=hand_over)
+    if scan.complex and hand_over:
+        md = _markdown_it()
+        if md is None:  # found but not importable: the scanner must do
+            return _scan(text, start, stop_when_complex=False)
+        return _commonmark_scan(md, text, start)
+    return scan
+
+
 def markdown_plan(text: str, ruler: Ruler, budget: int, use_commonmark: bool = True) -> Plan:
     """Break points, guards and heading sections of a Markdown (or unknown-type) document."""
     plan = Plan()
     n = len(text)
     fm_end = front_matter_end(text)
-    md = _markdown_it() if use_commonmark else None
-    scan = _scan(text, fm_end, stop_when_complex=md is not None)
-    if scan.complex and md is not None:
-        scan = _commonmark_scan(md, text, fm_end)
+    scan = _best_scan(text, fm_end, use_commonmark)
 
     def guard(start: int, end: int, what: Callable[[], str]) -> None:
         if ruler.tokens(start, end) <= budget:
@@ -277,8 +295,5 @@ def leading_heading(text: str) -> tuple[str, ...]:
         return ()
     blank = re.search(r"\n[ \t\r]*\n", text)
     head = text if blank is None else text[: blank.start() + 1]
-    md = _markdown_it()
-    scan = _scan(head, 0, stop_when_complex=md is not None)
-    if scan.complex and md is not None:
-        scan = _commonmark_scan(md, head, 0)
+    scan = _best_scan(head, 0, True)
     return tuple(title or heading_title(text, 0) for pos, _, title in scan.headings[:1] if pos == 0)

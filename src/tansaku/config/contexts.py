@@ -27,10 +27,13 @@ def normalize_context_path(raw: str, collections: Mapping[str, Collection], cwd:
         if name not in collections:
             raise CollectionNotFound(f"no collection named {name!r}", hint="see `tansaku collection list`")
         return virtual_path(name, rel)
-    fs_path = Path(cwd or os.getcwd(), raw) if raw == "." or os.path.exists(raw) else None
-    if fs_path is not None:
-        return _from_filesystem(fs_path, collections)
+    base = cwd or os.getcwd()
     name, _, rel = raw.strip("/").partition("/")
+    explicit_path = (
+        raw == "." or raw.startswith(("./", "../", "~")) or (os.path.isabs(raw) and os.path.exists(raw))
+    )
+    if explicit_path or (os.path.exists(os.path.join(base, raw)) and name not in collections):
+        return _from_filesystem(Path(base, os.path.expanduser(raw)), collections)
     if name in collections:
         return virtual_path(name, normalize_rel(rel))
     raise UsageError(

@@ -99,10 +99,12 @@ def schema_mismatch(path: Path, version: int) -> IndexSchemaMismatch:
             f"the index {path} has schema version {version}, newer than this tansaku "
             f"understands ({SCHEMA_VERSION})",
             hint="upgrade tansaku, or use another --index",
+            version=version,
         )
     return IndexSchemaMismatch(
         f"the index {path} has schema version {version}; this tansaku uses {SCHEMA_VERSION}",
         hint="run `tansaku update` to upgrade it",
+        version=version,
     )
 
 
