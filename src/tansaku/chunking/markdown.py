@@ -263,7 +263,7 @@ def markdown_plan(text: str, ruler: Ruler, budget: int, use_commonmark: bool = T
     for pos, level, _title in scan.headings:
         plan.add_point(pos, HEADING_SCORES[level])
     for start, end in scan.setext:
-        plan.guards.append((start, end))
+        guard(start, end, lambda s=start, e=end: f"setext heading ({lines(s, e)})")
     for start, end in scan.fences:
         plan.add_point(start, FENCE_SCORE)
         guard(start, end, lambda s=start, e=end: f"fenced code block ({lines(s, e)})")

@@ -107,7 +107,7 @@ class DelayedProgress:
         self._task = None
         return self._advance
 
-    def _advance(self, done: int, total: int) -> None:
+    def _advance(self, done: int, total: int, phase: str = "indexing") -> None:
         if self._bar is None:
             if time.monotonic() - self._started < self.DELAY_S:
                 return
@@ -116,9 +116,10 @@ class DelayedProgress:
 
             self._bar = Progress(console=Console(stderr=True), transient=True)
             self._bar.start()
+        description = f"{phase} {self._label}"
         if self._task is None:
-            self._task = self._bar.add_task(f"indexing {self._label}", total=total)
-        self._bar.update(self._task, completed=done, total=total)
+            self._task = self._bar.add_task(description, total=total)
+        self._bar.update(self._task, completed=done, total=total, description=description)
 
     def close(self) -> None:
         if self._bar is not None:

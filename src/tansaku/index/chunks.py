@@ -13,6 +13,7 @@ from ..chunking import ChunkParams, chunk_text
 from ..store import chunks as chunk_store
 from ..store import documents as store
 from ..types import Collection
+from .progress import Progress
 
 
 @dataclass
@@ -36,11 +37,16 @@ def pending_texts(conn: Any, collection: Collection, params: ChunkParams) -> dic
     return {h: p for h, p in by_hash.items() if h not in done}
 
 
-def chunk_collection(conn: Any, collection: Collection, params: ChunkParams) -> ChunkingSummary:
+def chunk_collection(
+    conn: Any, collection: Collection, params: ChunkParams, progress: Progress | None = None
+) -> ChunkingSummary:
     """Chunk what is pending. The caller holds the write transaction."""
     summary = ChunkingSummary()
     fingerprint = params.fingerprint()
-    for content_hash, path in pending_texts(conn, collection, params).items():
+    pending = pending_texts(conn, collection, params)
+    for done, (content_hash, path) in enumerate(pending.items(), start=1):
+        if progress and done % 100 == 0:
+            progress(done, len(pending), "chunking")
         result = chunk_text(store.body(conn, content_hash), path, params)
         chunk_store.replace_chunks(
             conn,

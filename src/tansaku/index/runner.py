@@ -76,8 +76,8 @@ def _one(
         try:
             with db.write_lock(conn, index_path, f"update {collection.name}"):
                 work = indexing.plan(conn, collection, max_file_bytes, callback)
-                indexing.apply(conn, collection, work)
-                chunking = chunk_collection(conn, collection, params_for(collection))
+                indexing.apply(conn, collection, work, callback)
+                chunking = chunk_collection(conn, collection, params_for(collection), callback)
         except db.DatabaseError as exc:
             raise db.translate(exc, index_path) from exc
     result = indexing.report(collection.name, work)

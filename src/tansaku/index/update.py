@@ -11,7 +11,6 @@ applied in one transaction.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,8 +22,7 @@ from ..store import chunks as chunk_store
 from ..store import documents as store
 from ..text.cjk import segment
 from ..types import Collection, CollectionUpdate, SkippedFile
-
-Progress = Callable[[int, int], None]
+from .progress import Progress
 
 
 @dataclass
@@ -85,7 +83,7 @@ def plan(
             else:
                 result.change.append((old, item, doc))
         if progress:
-            progress(done, len(found))
+            progress(done, len(found), "reading")
     # A folder that could not be listed this time keeps its documents: a permission hiccup
     # must not silently empty part of the index.
     gone = [
@@ -156,9 +154,10 @@ def _insert(conn: object, collection: str, item: FoundFile, doc: ReadDocument, i
     )
 
 
-def apply(conn: object, collection: Collection, work: _Plan) -> None:
+def apply(conn: object, collection: Collection, work: _Plan, progress: Progress | None = None) -> None:
     """Write a plan. The caller holds the write transaction."""
     indexed_at = now_iso()
+    total = len(work.change) + len(work.add)
     for old in work.remove:
         store.delete_document(conn, old.id)
     for old, item, doc in work.change:
@@ -171,8 +170,10 @@ def apply(conn: object, collection: Collection, work: _Plan) -> None:
         store.move_document(
             conn, old.id, item.rel_path, fts_path(item.rel_path), item.size, item.mtime_ns, indexed_at
         )
-    for item, doc in work.add:
+    for done, (item, doc) in enumerate(work.add, start=len(work.change) + 1):
         _insert(conn, collection.name, item, doc, indexed_at)
+        if progress and done % 100 == 0:
+            progress(done, total, "writing")
     if work.remove or work.change:
         store.prune_content(conn)
         chunk_store.prune_chunks(conn)
