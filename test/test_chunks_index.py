@@ -116,8 +116,8 @@ def test_version_1_index_is_migrated_by_update(cli, sample: Path, index_path: Pa
     # Build the index as the previous schema version left it, then let `update` upgrade it.
     assert cli("collection", "add", sample, "--name", "sample").exit_code == 0
     conn = sqlean.connect(str(index_path), isolation_level=None)
-    conn.execute("DROP TABLE chunks")
-    conn.execute("DROP TABLE chunk_runs")
+    for table in ("chunks", "chunk_runs", "embed_models", "embeddings", "chunk_vectors", "embed_failures"):
+        conn.execute(f"DROP TABLE {table}")  # what versions 2 and 3 added
     conn.execute("PRAGMA user_version = 1")
     conn.close()
     assert cli("search", "restore", "--json").error()["code"] == "INDEX_SCHEMA_MISMATCH"

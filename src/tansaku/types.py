@@ -57,6 +57,7 @@ class Hit:
     matched_terms: int = 0
     total_terms: int = 0
     body: str | None = None  # only with --full
+    chunk_lines: tuple[int, int] | None = None  # vector modes: the matching chunk's first and last line
 
 
 @dataclass(frozen=True)
@@ -258,3 +259,28 @@ class DocumentChunks:
     stored: bool  # False: computed for display; `tansaku update` stores them
     chunks: tuple[ChunkView, ...]
     warnings: tuple[Notice, ...] = ()
+
+
+@dataclass
+class CollectionEmbed:
+    name: str
+    pending: int = 0  # chunks without a vector for the model when the run started
+    embedded: int = 0  # vectors computed by the model in this run
+    reused: int = 0  # chunks whose exact text already had a vector (no model call)
+    windows: int = 0  # extra vectors for chunks longer than the model's window
+    failed: list[str] = field(default_factory=list)  # "path#seq: error"
+
+
+@dataclass
+class EmbedReport:
+    model_path: str
+    fingerprint: str
+    prompt_format: str
+    dims: int
+    window_tokens: int
+    collections: list[CollectionEmbed]
+    interrupted: bool = False
+    took_ms: float = 0.0
+    chunks_per_second: float = 0.0
+    peak_memory_mb: float = 0.0
+    warnings: list[Notice] = field(default_factory=list)

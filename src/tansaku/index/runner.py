@@ -18,6 +18,7 @@ from ..sources.walk import FoundFile, walk_collection
 from ..store import db
 from ..store import documents as store
 from ..store.migrations import migrate
+from ..store.vectors import prune_if_present as prune_vectors
 from ..types import Collection, CollectionUpdate, UpdateReport
 from . import update as indexing
 from .chunks import chunk_collection, params_for
@@ -78,6 +79,8 @@ def _one(
                 work = indexing.plan(conn, collection, max_file_bytes, callback)
                 indexing.apply(conn, collection, work, callback)
                 chunking = chunk_collection(conn, collection, params_for(collection), callback)
+                # Re-chunked or removed texts leave vectors behind: drop them with their chunks.
+                prune_vectors(conn)
         except db.DatabaseError as exc:
             raise db.translate(exc, index_path) from exc
     result = indexing.report(collection.name, work)

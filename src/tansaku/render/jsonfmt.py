@@ -49,8 +49,10 @@ def _fields(obj: Any) -> dict[str, Any]:
 
 
 def _drop_missing_body(data: dict[str, Any]) -> dict[str, Any]:
-    if data.get("body") is None:
-        data.pop("body", None)
+    # Optional fields appear only when set: `body` with --full, `chunk_lines` for vector hits.
+    for key in ("body", "chunk_lines"):
+        if data.get(key) is None:
+            data.pop(key, None)
     return data
 
 

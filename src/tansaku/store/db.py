@@ -120,6 +120,11 @@ def open_write(path: Path) -> Connection:
     if version < SCHEMA_VERSION:
         with write_lock(conn, path):
             migrate(conn)
+    from . import vectors
+
+    # Deleting a document deletes its vectors: a writer must be able to touch the vec0 tables.
+    if vectors.has_vec_tables(conn):
+        vectors.load_extension(conn)
     return conn
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .chunks import prune_chunks
+from .vectors import prune_if_present as prune_vectors
 
 # Column weights for bm25(): path, title, body. Title matters most.
 BM25_WEIGHTS = (1.5, 4.0, 1.0)
@@ -209,6 +210,7 @@ def delete_collection(conn: Any, collection: str) -> int:
     conn.execute("DELETE FROM collection_state WHERE name = ?", (collection,))
     prune_content(conn)
     prune_chunks(conn)
+    prune_vectors(conn)
     return len(ids)
 
 
@@ -305,3 +307,13 @@ def phrase_bm25(conn: Any, expression: str, ids: Sequence[int]) -> dict[int, flo
         (expression,),
     )
     return {row[0]: row[1] for row in rows if row[0] in wanted}
+
+
+def documents_with_hashes(conn: Any, hashes: Sequence[str]) -> list[StoredDocument]:
+    found: list[StoredDocument] = []
+    for start in range(0, len(hashes), 500):
+        batch = list(hashes[start : start + 500])
+        marks = ",".join("?" * len(batch))
+        rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE hash IN ({marks})", batch)
+        found.extend(_doc(row) for row in rows)
+    return found

@@ -85,6 +85,54 @@ CREATE TABLE chunks (
 ) WITHOUT ROWID;
 """
 
+# Vectors. An embedding is stored once per (model fingerprint, exact embedded text), so a chunk
+# whose text did not change keeps its vector even when its document changed, and identical
+# chunks in two documents share one. chunk_vectors maps chunks (and their windows, when a chunk
+# is longer than the model's context) to embeddings. The vectors themselves live in sqlite-vec
+# tables created on first use, one per dimension count: vec_f32_<dims>(rowid = embeddings.id).
+_V3 = """
+CREATE TABLE embed_models (
+    fingerprint TEXT PRIMARY KEY,
+    model_path TEXT NOT NULL,
+    model_sha256 TEXT NOT NULL,
+    model_size INTEGER NOT NULL,
+    model_mtime_ns INTEGER NOT NULL,
+    prompt_format TEXT NOT NULL,
+    dims INTEGER NOT NULL,
+    window_tokens INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE embeddings (
+    id INTEGER PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    text_sha TEXT NOT NULL,
+    UNIQUE (fingerprint, text_sha)
+);
+
+CREATE TABLE chunk_vectors (
+    fingerprint TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    chunk_params TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    window INTEGER NOT NULL,
+    embedding_id INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    PRIMARY KEY (fingerprint, hash, chunk_params, seq, window)
+) WITHOUT ROWID;
+CREATE INDEX chunk_vectors_embedding ON chunk_vectors (embedding_id);
+
+CREATE TABLE embed_failures (
+    fingerprint TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    chunk_params TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    error TEXT NOT NULL,
+    PRIMARY KEY (fingerprint, hash, chunk_params, seq)
+) WITHOUT ROWID;
+"""
+
 Migration = Callable[[Any], None]
 
 
@@ -97,7 +145,7 @@ def _script(sql: str) -> Migration:
     return run
 
 
-MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2)]
+MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3)]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -1,0 +1,372 @@
+"""Embedding chunks: stream pending chunks, reuse vectors of identical text, embed the rest in
+batches, commit each batch (an interrupted run keeps what it finished; the next run resumes).
+
+Only one embed runs at a time (a lock file beside the index); readers and `update` are not
+blocked: each batch is its own short write transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..chunking import CHUNKER_VERSION
+from ..models.prompts import PromptFormat
+from ..store import db
+from ..store import documents as store
+from ..store import vectors as vec
+from ..types import Collection, CollectionEmbed, EmbedReport
+from .chunks import params_for
+from .locks import exclusive_lock
+from .progress import Progress
+
+BATCH_CHUNKS = 32
+
+
+class Embedder(Protocol):
+    dims: int
+    context_tokens: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What a vector depends on besides its text: the file, the prompt format, the chunker."""
+
+    path: str
+    sha256: str
+    size: int
+    mtime_ns: int
+    prompt: PromptFormat
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.sha256[:16]}:{self.prompt.name}:c{CHUNKER_VERSION}"
+
+
+def model_identity(conn: Any, path: str, prompt: PromptFormat) -> ModelIdentity:
+    """Hash the model file, unless the index already knows this exact file (same size and mtime)."""
+    st = os.stat(path)
+    for known in vec.models(conn):
+        if (
+            known.model_path == path
+            and known.model_size == st.st_size
+            and known.model_mtime_ns == st.st_mtime_ns
+        ):
+            return ModelIdentity(path, known.model_sha256, st.st_size, st.st_mtime_ns, prompt)
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return ModelIdentity(path, digest.hexdigest(), st.st_size, st.st_mtime_ns, prompt)
+
+
+def pack(vector: Sequence[float]) -> bytes:
+    return struct.pack(f"{len(vector)}f", *vector)
+
+
+@dataclass(frozen=True)
+class Window:
+    text: str
+    start_line: int
+    end_line: int
+
+
+def split_windows(
+    lines: Sequence[str],
+    first_line: int,
+    render: Callable[[str], str],
+    count: Callable[[str], int],
+    limit: int,
+) -> list[Window]:
+    """Cut a chunk into windows whose rendered text fits ``limit`` tokens, at line boundaries
+    (inside a line only when one line alone is too long). Never truncates: every line is in a window."""
+    whole = "\n".join(lines)
+    if count(render(whole)) <= limit:
+        return [Window(whole, first_line, first_line + max(len(lines), 1) - 1)]
+    windows: list[Window] = []
+    current: list[str] = []
+    start = first_line
+    for offset, line in enumerate(lines):
+        number = first_line + offset
+        candidate = [*current, line]
+        if count(render("\n".join(candidate))) <= limit:
+            current = candidate
+            continue
+        if current:
+            windows.append(Window("\n".join(current), start, number - 1))
+        if count(render(line)) <= limit:
+            current, start = [line], number
+            continue
+        windows.extend(Window(part, number, number) for part in _split_line(line, render, count, limit))
+        current, start = [], number + 1
+    if current:
+        windows.append(Window("\n".join(current), start, start + len(current) - 1))
+    return windows
+
+
+def _split_line(
+    line: str, render: Callable[[str], str], count: Callable[[str], int], limit: int
+) -> list[str]:
+    parts: list[str] = []
+    words = line.split(" ")
+    current = ""
+    for word in words:
+        candidate = f"{current} {word}" if current else word
+        if count(render(candidate)) <= limit:
+            current = candidate
+            continue
+        if current:
+            parts.append(current)
+        current = word
+        while count(render(current)) > limit and len(current) > 1:
+            # A run without spaces (CJK text, a long URL): halve by characters until it fits.
+            cut = len(current) // 2
+            head = current[:cut]
+            while count(render(head)) > limit and len(head) > 1:
+                head = head[: len(head) // 2]
+            parts.append(head)
+            current = current[len(head) :]
+    if current:
+        parts.append(current)
+    return parts
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """One vector to have: a chunk, or a window of a long chunk."""
+
+    hash: str
+    seq: int
+    window: int
+    start_line: int
+    end_line: int
+    text: str
+    text_sha: str
+    label: str
+
+
+def embed_collections(
+    index_path: Path,
+    collections: Sequence[Collection],
+    model_path: str,
+    prompt: PromptFormat,
+    load_embedder: Callable[[], Embedder],
+    *,
+    force: bool = False,
+    progress: Callable[[str], Progress | None] | None = None,
+) -> EmbedReport:
+    started = time.perf_counter()
+    with exclusive_lock(index_path, "embed"):
+        conn = db.open_write(index_path)
+        try:
+            vec.load_extension(conn)
+            return _run(
+                conn, index_path, collections, model_path, prompt, load_embedder, force, progress, started
+            )
+        finally:
+            conn.close()
+
+
+def _run(
+    conn: Any,
+    index_path: Path,
+    collections: Sequence[Collection],
+    model_path: str,
+    prompt: PromptFormat,
+    load_embedder: Callable[[], Embedder],
+    force: bool,
+    progress: Callable[[str], Progress | None] | None,
+    started: float,
+) -> EmbedReport:
+    identity = model_identity(conn, model_path, prompt)
+    fingerprint = identity.fingerprint
+    embedder: Embedder | None = None
+    report = EmbedReport(model_path, fingerprint, prompt.name, 0, 0, [])
+    computed = 0
+    try:
+        for collection in collections:
+            params = params_for(collection).fingerprint()
+            if force:
+                with db.write_lock(conn, index_path, "embed -f"):
+                    hashes = list({d.hash for d in store.documents_in(conn, collection.name).values()})
+                    vec.clear(conn, fingerprint, hashes)
+            pending = vec.pending_chunks(conn, fingerprint, collection.name, params)
+            result = CollectionEmbed(collection.name, pending=len(pending))
+            report.collections.append(result)
+            if not pending:
+                continue
+            if embedder is None:
+                embedder = load_embedder()
+                report.dims, report.window_tokens = embedder.dims, embedder.context_tokens
+                with db.write_lock(conn, index_path, "embed"):
+                    vec.ensure_vec_table(conn, embedder.dims)
+                    vec.register_model(conn, _record(identity, embedder), _now())
+            callback = progress(collection.name) if progress else None
+            paths = {doc.hash: path for path, doc in store.documents_in(conn, collection.name).items()}
+            titles = {doc.hash: doc.title for doc in store.documents_in(conn, collection.name).values()}
+            for start in range(0, len(pending), BATCH_CHUNKS):
+                batch = pending[start : start + BATCH_CHUNKS]
+                units = _units(conn, batch, params, prompt, embedder, titles, paths)
+                computed += _store_batch(conn, index_path, embedder, identity, params, batch, units, result)
+                if callback:
+                    callback(min(start + BATCH_CHUNKS, len(pending)), len(pending), "embedding")
+    except KeyboardInterrupt:
+        report.interrupted = True  # finished batches are committed; the next run resumes
+    with db.write_lock(conn, index_path, "embed prune"):
+        vec.prune(conn)
+    elapsed = time.perf_counter() - started
+    report.took_ms = elapsed * 1000
+    report.chunks_per_second = computed / elapsed if elapsed > 0 else 0.0
+    report.peak_memory_mb = _peak_memory_mb()
+    return report
+
+
+def _record(identity: ModelIdentity, embedder: Embedder) -> vec.EmbedModelRecord:
+    return vec.EmbedModelRecord(
+        fingerprint=identity.fingerprint,
+        model_path=identity.path,
+        model_sha256=identity.sha256,
+        model_size=identity.size,
+        model_mtime_ns=identity.mtime_ns,
+        prompt_format=identity.prompt.name,
+        dims=embedder.dims,
+        window_tokens=embedder.context_tokens,
+    )
+
+
+def _units(
+    conn: Any,
+    batch: Sequence[tuple[str, int]],
+    params: str,
+    prompt: PromptFormat,
+    embedder: Embedder,
+    titles: dict[str, str],
+    paths: dict[str, str],
+) -> list[_Unit]:
+    from ..store import chunks as chunk_store
+
+    units: list[_Unit] = []
+    by_hash: dict[str, list[int]] = {}
+    for content_hash, seq in batch:
+        by_hash.setdefault(content_hash, []).append(seq)
+    for content_hash, seqs in by_hash.items():
+        stored = chunk_store.chunks_of(conn, content_hash, params)
+        if stored is None:
+            continue
+        body = store.body(conn, content_hash)
+        title = titles.get(content_hash, "")
+        for chunk in stored[1]:
+            if chunk.seq not in seqs:
+                continue
+            text = body[chunk.start_char : chunk.end_char].removesuffix("\n")
+            render = partial(_render, prompt, title, tuple(chunk.heading_path))
+            windows = split_windows(
+                text.split("\n"), chunk.start_line, render, embedder.count_tokens, embedder.context_tokens
+            )
+            for number, window in enumerate(windows):
+                rendered = render(window.text)
+                units.append(
+                    _Unit(
+                        content_hash,
+                        chunk.seq,
+                        number,
+                        window.start_line,
+                        window.end_line,
+                        rendered,
+                        hashlib.sha256(rendered.encode("utf-8")).hexdigest(),
+                        f"{paths.get(content_hash, content_hash[:8])}#{chunk.seq}",
+                    )
+                )
+    return units
+
+
+def _render(prompt: PromptFormat, title: str, heading_path: tuple[str, ...], piece: str) -> str:
+    return prompt.document(title, heading_path, piece)
+
+
+def _store_batch(
+    conn: Any,
+    index_path: Path,
+    embedder: Embedder,
+    identity: ModelIdentity,
+    params: str,
+    batch: Sequence[tuple[str, int]],
+    units: list[_Unit],
+    result: CollectionEmbed,
+) -> int:
+    fingerprint = identity.fingerprint
+    known = vec.existing_embeddings(conn, fingerprint, [u.text_sha for u in units])
+    todo = list({u.text_sha: u for u in units if u.text_sha not in known}.values())
+    vectors, failures = _embed_resilient(embedder, todo)
+    with db.write_lock(conn, index_path, "embed"):
+        for unit, vector in zip(todo, vectors, strict=True):
+            if vector is not None:
+                known[unit.text_sha] = vec.add_embedding(
+                    conn, fingerprint, embedder.dims, unit.text_sha, pack(vector)
+                )
+        chunk_errors = {(u.hash, u.seq): failures[u.text_sha] for u in units if u.text_sha in failures}
+        links = [
+            (fingerprint, u.hash, params, u.seq, u.window, known[u.text_sha], u.start_line, u.end_line)
+            for u in units
+            if (u.hash, u.seq) not in chunk_errors
+        ]
+        vec.link_chunks(conn, links)
+        for (content_hash, seq), error in sorted(chunk_errors.items()):
+            vec.record_failure(conn, fingerprint, content_hash, params, seq, error)
+    computed = sum(1 for v in vectors if v is not None)
+    result.embedded += computed
+    computed_shas = {t.text_sha for t in todo}
+    result.reused += len({(u.hash, u.seq) for u in units if u.text_sha not in computed_shas})
+    result.windows += sum(1 for u in units if u.window > 0)
+    result.failed += sorted({f"{u.label}: {failures[u.text_sha]}" for u in units if u.text_sha in failures})
+    return computed
+
+
+def _embed_resilient(
+    embedder: Embedder, units: list[_Unit]
+) -> tuple[list[list[float] | None], dict[str, str]]:
+    """Embed a batch; if the batch fails, embed one by one so one bad chunk only loses itself."""
+    if not units:
+        return [], {}
+    try:
+        return list(embedder.embed([u.text for u in units])), {}
+    except KeyboardInterrupt:
+        raise
+    except Exception:  # a model error on one text must not stop the run
+        pass
+    vectors: list[list[float] | None] = []
+    failures: dict[str, str] = {}
+    for unit in units:
+        try:
+            vectors.append(embedder.embed([unit.text])[0])
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            vectors.append(None)
+            failures[unit.text_sha] = f"{type(exc).__name__}: {exc}"
+    return vectors, failures
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _peak_memory_mb() -> float:
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0.0
+    # ru_maxrss is KiB on Linux, bytes on macOS.
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if os.uname().sysname == "Darwin" else peak / 1024

@@ -1,0 +1,269 @@
+"""SQL for embeddings and their sqlite-vec tables.
+
+sqlite-vec must be loaded on every connection that touches a vec0 table (``load_extension``);
+keyword search never does, so it never pays for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import TansakuError
+
+# SQLite caps host parameters; batches of ids stay well under the limit.
+_BATCH = 500
+
+
+class VectorsUnavailable(TansakuError):
+    code = "VECTORS_UNAVAILABLE"
+    exit_code = 3
+
+
+def load_extension(conn: Any) -> None:
+    try:
+        import sqlite_vec
+    except ImportError as exc:
+        raise VectorsUnavailable(
+            "sqlite-vec is not installed", hint="pip install 'tansaku[models]' (or sqlite-vec)"
+        ) from exc
+    conn.enable_load_extension(True)
+    try:
+        sqlite_vec.load(conn)
+    finally:
+        conn.enable_load_extension(False)
+
+
+def has_vec_tables(conn: Any) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name LIKE 'vec_f32_%' LIMIT 1").fetchone()
+    return row is not None
+
+
+def vec_table(dims: int) -> str:
+    return f"vec_f32_{int(dims)}"
+
+
+def ensure_vec_table(conn: Any, dims: int) -> None:
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {vec_table(dims)} USING vec0("
+        f"fingerprint text partition key, embedding float[{int(dims)}] distance_metric=cosine)"
+    )
+
+
+@dataclass(frozen=True)
+class EmbedModelRecord:
+    fingerprint: str
+    model_path: str
+    model_sha256: str
+    model_size: int
+    model_mtime_ns: int
+    prompt_format: str
+    dims: int
+    window_tokens: int
+
+
+def register_model(conn: Any, record: EmbedModelRecord, created_at: str) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO embed_models (fingerprint, model_path, model_sha256, model_size,"
+        " model_mtime_ns, prompt_format, dims, window_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            record.fingerprint,
+            record.model_path,
+            record.model_sha256,
+            record.model_size,
+            record.model_mtime_ns,
+            record.prompt_format,
+            record.dims,
+            record.window_tokens,
+            created_at,
+        ),
+    )
+
+
+def models(conn: Any) -> list[EmbedModelRecord]:
+    rows = conn.execute(
+        "SELECT fingerprint, model_path, model_sha256, model_size, model_mtime_ns, prompt_format, dims,"
+        " window_tokens FROM embed_models"
+    )
+    return [EmbedModelRecord(*row) for row in rows]
+
+
+def existing_embeddings(conn: Any, fingerprint: str, text_shas: Iterable[str]) -> dict[str, int]:
+    wanted = list(set(text_shas))
+    found: dict[str, int] = {}
+    for start in range(0, len(wanted), _BATCH):
+        batch = wanted[start : start + _BATCH]
+        marks = ",".join("?" * len(batch))
+        rows = conn.execute(
+            f"SELECT text_sha, id FROM embeddings WHERE fingerprint = ? AND text_sha IN ({marks})",
+            (fingerprint, *batch),
+        )
+        found.update({row[0]: row[1] for row in rows})
+    return found
+
+
+def add_embedding(conn: Any, fingerprint: str, dims: int, text_sha: str, blob: bytes) -> int:
+    cursor = conn.execute(
+        "INSERT INTO embeddings (fingerprint, text_sha) VALUES (?, ?)", (fingerprint, text_sha)
+    )
+    embedding_id = int(cursor.lastrowid)
+    conn.execute(
+        f"INSERT INTO {vec_table(dims)} (rowid, fingerprint, embedding) VALUES (?, ?, ?)",
+        (embedding_id, fingerprint, blob),
+    )
+    return embedding_id
+
+
+def link_chunks(conn: Any, rows: Sequence[tuple[str, str, str, int, int, int, int, int]]) -> None:
+    """Rows of (fingerprint, hash, chunk_params, seq, window, embedding_id, start_line, end_line)."""
+    conn.executemany(
+        "INSERT OR REPLACE INTO chunk_vectors (fingerprint, hash, chunk_params, seq, window, embedding_id,"
+        " start_line, end_line) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+
+
+def record_failure(conn: Any, fingerprint: str, content_hash: str, params: str, seq: int, error: str) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO embed_failures (fingerprint, hash, chunk_params, seq, error)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (fingerprint, content_hash, params, seq, error),
+    )
+
+
+def clear(conn: Any, fingerprint: str, hashes: Sequence[str]) -> None:
+    """Forget these texts' vectors for a model (embed -f); pruning then frees unused embeddings."""
+    for start in range(0, len(hashes), _BATCH):
+        batch = list(hashes[start : start + _BATCH])
+        marks = ",".join("?" * len(batch))
+        conn.execute(
+            f"DELETE FROM chunk_vectors WHERE fingerprint = ? AND hash IN ({marks})", (fingerprint, *batch)
+        )
+        conn.execute(
+            f"DELETE FROM embed_failures WHERE fingerprint = ? AND hash IN ({marks})", (fingerprint, *batch)
+        )
+
+
+def pending_chunks(conn: Any, fingerprint: str, collection: str, params: str) -> list[tuple[str, int]]:
+    """(content hash, seq) of this collection's chunks with no vector (nor failure) for the model."""
+    rows = conn.execute(
+        "SELECT DISTINCT c.hash, c.seq FROM documents AS d"
+        " JOIN chunks AS c ON c.hash = d.hash AND c.params = ? WHERE d.collection = ?"
+        " AND NOT EXISTS (SELECT 1 FROM chunk_vectors AS v WHERE v.fingerprint = ? AND v.hash = c.hash"
+        "   AND v.chunk_params = c.params AND v.seq = c.seq)"
+        " AND NOT EXISTS (SELECT 1 FROM embed_failures AS f WHERE f.fingerprint = ? AND f.hash = c.hash"
+        "   AND f.chunk_params = c.params AND f.seq = c.seq)"
+        " ORDER BY c.hash, c.seq",
+        (params, collection, fingerprint, fingerprint),
+    )
+    return [(row[0], row[1]) for row in rows]
+
+
+def collection_vector_counts(
+    conn: Any, collection: str, params: str, fingerprint: str | None
+) -> tuple[int, int, int]:
+    """(chunks with a vector for this model, chunks, chunks with vectors only from other models)."""
+    total = conn.execute(
+        "SELECT count(*) FROM (SELECT DISTINCT c.hash, c.seq FROM documents AS d"
+        " JOIN chunks AS c ON c.hash = d.hash AND c.params = ? WHERE d.collection = ?)",
+        (params, collection),
+    ).fetchone()[0]
+    embedded = stale = 0
+    if fingerprint is not None:
+        embedded = conn.execute(
+            "SELECT count(*) FROM (SELECT DISTINCT v.hash, v.seq FROM documents AS d"
+            " JOIN chunk_vectors AS v ON v.hash = d.hash AND v.chunk_params = ? AND v.fingerprint = ?"
+            " WHERE d.collection = ?)",
+            (params, fingerprint, collection),
+        ).fetchone()[0]
+    stale = conn.execute(
+        "SELECT count(*) FROM (SELECT DISTINCT v.hash, v.seq FROM documents AS d"
+        " JOIN chunk_vectors AS v ON v.hash = d.hash AND v.chunk_params = ? AND v.fingerprint != ?"
+        " WHERE d.collection = ?)",
+        (params, fingerprint or "", collection),
+    ).fetchone()[0]
+    return int(embedded), int(total), int(stale)
+
+
+def prune_if_present(conn: Any) -> int:
+    """Prune vectors when the index has any (the writer has loaded sqlite-vec then)."""
+    return prune(conn) if has_vec_tables(conn) else 0
+
+
+def prune(conn: Any) -> int:
+    """Drop vectors of chunks that no longer exist and embeddings nothing points to."""
+    conn.execute(
+        "DELETE FROM chunk_vectors WHERE NOT EXISTS (SELECT 1 FROM chunk_runs AS r"
+        " WHERE r.hash = chunk_vectors.hash AND r.params = chunk_vectors.chunk_params)"
+    )
+    conn.execute(
+        "DELETE FROM embed_failures WHERE NOT EXISTS (SELECT 1 FROM chunk_runs AS r"
+        " WHERE r.hash = embed_failures.hash AND r.params = embed_failures.chunk_params)"
+    )
+    orphans = conn.execute(
+        "SELECT e.id, m.dims FROM embeddings AS e JOIN embed_models AS m ON m.fingerprint = e.fingerprint"
+        " WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors AS v WHERE v.embedding_id = e.id)"
+    ).fetchall()
+    for embedding_id, dims in orphans:
+        conn.execute(f"DELETE FROM {vec_table(dims)} WHERE rowid = ?", (embedding_id,))
+        conn.execute("DELETE FROM embeddings WHERE id = ?", (embedding_id,))
+    return len(orphans)
+
+
+def knn(conn: Any, dims: int, fingerprint: str, query: bytes, k: int) -> list[tuple[int, float]]:
+    rows = conn.execute(
+        f"SELECT rowid, distance FROM {vec_table(dims)}"
+        " WHERE embedding MATCH ? AND k = ? AND fingerprint = ?",
+        (query, k, fingerprint),
+    )
+    return [(row[0], row[1]) for row in rows]
+
+
+def collection_vectors(
+    conn: Any, dims: int, fingerprint: str, collection: str, params: str
+) -> list[tuple[int, bytes]]:
+    """Every vector of one collection for the model: for an exact scan of a small collection."""
+    rows = conn.execute(
+        f"SELECT DISTINCT v.embedding_id, t.embedding FROM documents AS d"
+        f" JOIN chunk_vectors AS v ON v.hash = d.hash AND v.chunk_params = ? AND v.fingerprint = ?"
+        f" JOIN {vec_table(dims)} AS t ON t.rowid = v.embedding_id"
+        f" WHERE d.collection = ?",
+        (params, fingerprint, collection),
+    )
+    return [(row[0], row[1]) for row in rows]
+
+
+def count_collection_vectors(conn: Any, fingerprint: str, collection: str, params: str) -> int:
+    return int(
+        conn.execute(
+            "SELECT count(*) FROM documents AS d JOIN chunk_vectors AS v ON v.hash = d.hash"
+            " AND v.chunk_params = ? AND v.fingerprint = ? WHERE d.collection = ?",
+            (params, fingerprint, collection),
+        ).fetchone()[0]
+    )
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    embedding_id: int
+    hash: str
+    chunk_params: str
+    seq: int
+    window: int
+    start_line: int
+    end_line: int
+
+
+def chunks_for_embeddings(conn: Any, fingerprint: str, ids: Sequence[int]) -> list[VectorHit]:
+    found: list[VectorHit] = []
+    for start in range(0, len(ids), _BATCH):
+        batch = list(ids[start : start + _BATCH])
+        marks = ",".join("?" * len(batch))
+        rows = conn.execute(
+            "SELECT embedding_id, hash, chunk_params, seq, window, start_line, end_line FROM chunk_vectors"
+            f" WHERE fingerprint = ? AND embedding_id IN ({marks})",
+            (fingerprint, *batch),
+        )
+        found.extend(VectorHit(*row) for row in rows)
+    return found
