@@ -20,6 +20,7 @@ from .errors import (
     CollectionNotFound,
     ContextNotFound,
     IndexCorrupt,
+    IndexError_,
     IndexSchemaMismatch,
     PathNotFound,
     UsageError,
@@ -36,6 +37,7 @@ from .types import (
     Context,
     DocumentChunks,
     DocumentSlice,
+    EmbedReport,
     FileEntry,
     MultiGetResult,
     Notice,
@@ -279,26 +281,7 @@ class Tansaku:
         from .search.keyword import SearchOptions, search
 
         config = self.config()
-        warnings: list[Notice] = []
-        if collections:
-            chosen = [self._collection(config, n) for n in dict.fromkeys(collections)]
-        else:
-            chosen = [c for c in config.collection_list() if c.include]
-            excluded = [c.name for c in config.collection_list() if not c.include]
-            if excluded:
-                warnings.append(
-                    Notice(
-                        "EXCLUDED_COLLECTIONS",
-                        f"not searched (excluded): {', '.join(excluded)}; use -c NAME to search one",
-                    )
-                )
-            if not config.collections:
-                warnings.append(
-                    Notice(
-                        "NO_COLLECTIONS",
-                        "no collections are configured: add one with `tansaku collection add PATH`",
-                    )
-                )
+        chosen, warnings = self._chosen(config, collections)
         with self._reader() as conn:
             return search(
                 conn,
@@ -308,6 +291,101 @@ class Tansaku:
                 SearchOptions(limit=limit, min_score=min_score, full=full),
                 warnings,
             )
+
+    def _chosen(
+        self, config: settings.Config, collections: Sequence[str]
+    ) -> tuple[list[Collection], list[Notice]]:
+        """The collections a query searches, with the warnings about what it leaves out."""
+        warnings: list[Notice] = []
+        if collections:
+            return [self._collection(config, n) for n in dict.fromkeys(collections)], warnings
+        chosen = [c for c in config.collection_list() if c.include]
+        excluded = [c.name for c in config.collection_list() if not c.include]
+        if excluded:
+            warnings.append(
+                Notice(
+                    "EXCLUDED_COLLECTIONS",
+                    f"not searched (excluded): {', '.join(excluded)}; use -c NAME to search one",
+                )
+            )
+        if not config.collections:
+            warnings.append(
+                Notice(
+                    "NO_COLLECTIONS",
+                    "no collections are configured: add one with `tansaku collection add PATH`",
+                )
+            )
+        return chosen, warnings
+
+    def embed(
+        self, collections: Sequence[str] = (), *, force: bool = False, progress: ProgressFactory | None = None
+    ) -> EmbedReport:
+        """Embed chunks that have no vector for the configured model (all of them with ``force``)."""
+        from .index.embed import embed_collections
+        from .models.embedding import embed_model, load_embedder, prompt_format
+
+        config = self.config()
+        chosen = [self._collection(config, n) for n in dict.fromkeys(collections)] or config.collection_list()
+        ref = embed_model(self.config_path)
+        prompt = prompt_format(ref.local_path, self.config_path)
+        if not self.index_path.exists():
+            db.open_read(self.index_path)  # raises INDEX_MISSING with its hint
+        report = embed_collections(
+            self.index_path,
+            chosen,
+            str(ref.local_path),
+            prompt,
+            lambda: load_embedder(ref.local_path),
+            force=force,
+            progress=progress,
+        )
+        return report
+
+    def vsearch(
+        self,
+        query: str,
+        *,
+        collections: Sequence[str] = (),
+        limit: int | None = 5,
+        min_score: float = 0.3,
+        full: bool = False,
+    ) -> SearchResult:
+        import time as _time
+
+        from .index.chunks import params_for
+        from .index.embed import model_identity, pack
+        from .models.embedding import embed_model, load_embedder, prompt_format
+        from .search.vector import VectorQuery, vsearch
+        from .store import vectors as vec
+
+        started = _time.perf_counter()
+        if not query.strip():
+            from .errors import EmptyQuery
+
+            raise EmptyQuery("the query is empty")
+        config = self.config()
+        chosen, warnings = self._chosen(config, collections)
+        ref = embed_model(self.config_path)
+        prompt = prompt_format(ref.local_path, self.config_path)
+        with self._reader() as conn:
+            vec.load_extension(conn)
+            identity = model_identity(conn, str(ref.local_path), prompt)
+            pairs = [(c, params_for(c).fingerprint()) for c in chosen]
+            counts = [vec.collection_vector_counts(conn, c.name, p, identity.fingerprint) for c, p in pairs]
+            warnings += _vector_warnings(chosen, counts)
+            if not any(embedded for embedded, _, _ in counts):
+                other = sum(stale for _, _, stale in counts)
+                why = f" ({other} chunks have vectors from another model)" if other else ""
+                names = ", ".join(c.name for c in chosen) or "any collection"
+                raise NoVectors(
+                    f"no vectors for the embedding model {ref.reference} in {names}{why}",
+                    hint="run `tansaku embed`"
+                    + (" (add -c NAME for one collection)" if len(chosen) > 1 else ""),
+                )
+            embedder = load_embedder(ref.local_path)
+            vector = pack(embedder.embed([prompt.query(query)])[0])
+            request = VectorQuery(query, vector, identity.fingerprint, embedder.dims, limit, min_score, full)
+            return vsearch(conn, request, pairs, config.contexts, warnings, started)
 
     def get(
         self,
@@ -518,6 +596,35 @@ class Tansaku:
             warnings=tuple(warnings),
             grammars=tuple(sorted(available_grammars().items())),
         )
+
+
+class NoVectors(IndexError_):
+    code = "NO_VECTORS"
+
+
+def _vector_warnings(chosen: Sequence[Collection], counts: Sequence[tuple[int, int, int]]) -> list[Notice]:
+    notices: list[Notice] = []
+    stale = sum(s for _, _, s in counts)
+    if stale:
+        notices.append(
+            Notice(
+                "STALE_VECTORS",
+                f"{stale} chunks have vectors from another embedding model only; `tansaku embed` redoes them",
+            )
+        )
+    pending = [
+        (c.name, total - embedded)
+        for c, (embedded, total, _) in zip(chosen, counts, strict=True)
+        if total > embedded
+    ]
+    if pending:
+        listed = ", ".join(f"{name} ({n})" for name, n in pending)
+        notices.append(
+            Notice(
+                "PENDING_VECTORS", f"chunks without vectors are not searched: {listed}; run `tansaku embed`"
+            )
+        )
+    return notices
 
 
 def _rename_context(key: str, old: str, new: str) -> str:

@@ -101,3 +101,20 @@ class IndexSchemaMismatch(IndexError_):
 class HookFailed(TansakuError):
     code = "HOOK_FAILED"
     exit_code = 4
+
+
+# Model errors. A missing model is "not found" (1); a hub that cannot be reached or a download that
+# fails leaves the command unable to work at all, which scripts treat like an unusable index (3).
+class ModelMissing(TansakuError):
+    code = "MODEL_MISSING"
+    exit_code = 1
+
+
+class ModelDownloadFailed(TansakuError):
+    code = "MODEL_DOWNLOAD_FAILED"
+    exit_code = 3
+
+
+class OfflineError(TansakuError):
+    code = "OFFLINE"
+    exit_code = 3

@@ -1,11 +1,26 @@
 """Split documents into overlapping chunks of about ``max_tokens`` at the best break points.
 
 Markdown (and any unknown file type) is cut preferably at headings, then fences, rules, blank
-lines, list items and any line start; fenced code blocks and front matter are never cut unless
-they alone exceed ``max_tokens``. Source code in a supported language, with ``strategy="auto"``
-and its tree-sitter grammar installed, is cut preferably at definitions. Empty or
-whitespace-only text gives no chunks. Importing this package loads neither markdown-it nor
-tree-sitter: both are imported on first use.
+lines, list items and any line start; source code in a supported language, with
+``strategy="auto"`` and its tree-sitter grammar installed, preferably at definitions. Importing
+this package loads neither markdown-it nor tree-sitter: both are imported on first use.
+
+Behaviour the callers can rely on:
+
+- Empty or whitespace-only text gives no chunks. Otherwise the chunks cover the text in order,
+  each starting at or before the previous end (the overlap) and ending after it.
+- A cut is a line start: the chunk ends with the previous line's newline. "After a blank line"
+  (score 20) means the start of the line that follows the blank line(s).
+- Fenced code blocks, front matter and setext headings are never cut unless one alone exceeds
+  ``max_tokens``; then it is cut at line starts and a warning names it.
+- Only a line longer than ``max_tokens`` is cut inside: after its last whitespace (or CJK
+  punctuation) before the limit, else at a character boundary that keeps combining marks, ZWJ
+  sequences and surrogate pairs whole. Chunks holding a piece of such a line without whitespace
+  are marked ``oversized``; they still respect ``max_tokens``.
+- ``heading_path`` is what is in force at the chunk's first character: a heading (or definition)
+  starting on the chunk's first line counts; an overlap carries the previous section's path.
+- With a custom ``counter`` the cuts are planned with the estimate scaled to the counter's total
+  for the document and then checked with the counter: no chunk exceeds ``max_tokens`` by it.
 """
 
 from __future__ import annotations
@@ -105,6 +120,7 @@ def _assemble(
     text: str, spans: list[Span], headings: list[tuple[str, ...]], hard_lines: list[tuple[int, int]]
 ) -> tuple[Chunk, ...]:
     ascii_only = text.isascii()
+    hard_lines = sorted(set(hard_lines))  # whole lines, hence disjoint once sorted
     hard_ends = [le for _, le in hard_lines]
     out = []
     line, line_pos = 1, 0

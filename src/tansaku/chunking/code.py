@@ -26,11 +26,12 @@ _NAME_TYPES = frozenset(
         "scope_resolution",
     }
 )
-# language -> (Parser, Query), or why it cannot be loaded
-_loaded: dict[str, tuple[Any, Any] | str] = {}
+# language -> (Language, definitions query, ERROR query), or why it cannot be loaded. Parsers are
+# made per call (they are cheap) because one Parser must not be used by two threads at once.
+_loaded: dict[str, tuple[Any, Any, Any] | str] = {}
 
 
-def _load(language: str) -> tuple[Any, Any] | str:
+def _load(language: str) -> tuple[Any, Any, Any] | str:
     if language in _loaded:
         return _loaded[language]
     grammar = GRAMMARS[language]
@@ -39,14 +40,17 @@ def _load(language: str) -> tuple[Any, Any] | str:
 
         module = importlib.import_module(grammar.module)
         lang = ts.Language(getattr(module, grammar.function)())
-        parser = ts.Parser(lang)
+        ts.Parser(lang)  # fails here, not per file, if the grammar's ABI is unsupported
         query = ts.Query(lang, "\n".join(_valid_patterns(ts, lang, grammar)))
+        errors = ts.Query(lang, "(ERROR) @error")
     except ImportError as exc:
-        result: tuple[Any, Any] | str = f"no tree-sitter grammar for {language} ({exc.name} not installed)"
+        result: tuple[Any, Any, Any] | str = (
+            f"no tree-sitter grammar for {language} ({exc.name} not installed)"
+        )
     except Exception as exc:  # an ABI mismatch or a broken wheel must not stop chunking
         result = f"tree-sitter grammar for {language} failed to load ({exc})"
     else:
-        result = (parser, query)
+        result = (lang, query, errors)
     _loaded[language] = result
     return result
 
@@ -142,17 +146,20 @@ def code_plan(text: str, language: str) -> tuple[Plan | None, str | None]:
     loaded = _load(language)
     if isinstance(loaded, str):
         return None, loaded
-    parser, query = loaded
+    lang, query, error_query = loaded
     import tree_sitter as ts
 
     data = text.encode("utf-8", "surrogatepass")
     try:
-        tree = parser.parse(data)
+        tree = ts.Parser(lang).parse(data)
     except Exception as exc:
         return None, f"tree-sitter parse failed for {language} ({exc})"
     root = tree.root_node
     warnings: list[str] = []
-    if root.has_error:
+    # has_error is also set by MISSING nodes, the parser's repair of a small gap (a grammar
+    # lagging behind the language, say); only ERROR nodes make definitions unreliable.
+    has_errors = root.has_error and bool(ts.QueryCursor(error_query).captures(root))
+    if has_errors:
         broken = sum(c.end_byte - c.start_byte for c in root.children if c.is_error)
         if root.is_error or broken * 2 > len(data):
             return None, f"tree-sitter could not parse most of this {language} file"
@@ -174,7 +181,7 @@ def code_plan(text: str, language: str) -> tuple[Plan | None, str | None]:
         if score is None:
             continue
         for node in nodes:
-            if root.has_error and _inside_error(node):
+            if has_errors and _inside_error(node):
                 continue
             anchor = _anchor(node, grammar.wrappers)
             if capture == "import":
@@ -192,7 +199,8 @@ def code_plan(text: str, language: str) -> tuple[Plan | None, str | None]:
             end_row, end_col = anchor.end_point
             if end_col == 0 and end_row > row:
                 end_row -= 1  # the node ends with its newline: the next line is not inside
-            plan.sections.append(Section(starts[row], starts[end_row + 1], _name(node, anchor)))
+            name = _name(node, anchor) or f"<{node.type}>"
+            plan.sections.append(Section(starts[row], starts[end_row + 1], name))
     plan.points.pop(0, None)
     plan.finish()
     return plan, None

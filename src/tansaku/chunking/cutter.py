@@ -100,7 +100,10 @@ class Cutter:
             if end is None:
                 return None
             k = self.count(start, end)
-            if k <= self.max_tokens or end - start <= 1:
+            if k <= self.max_tokens:
+                return end, k
+            if end - start <= 1:
+                self._mark_hard(start)  # one character over the limit: nothing left to cut
                 return end, k
             # A custom counter disagreed with the estimate here: shrink in proportion.
             budget = min(budget - 1, self.ruler.tokens(start, end) * self.max_tokens // k)
@@ -179,12 +182,17 @@ class Cutter:
             pos = min(target, n)
             while pos < n and _splits_cluster(text, pos):
                 pos += 1
+        self._mark_hard(pos)
+        return pos
+
+    def _mark_hard(self, pos: int) -> None:
+        """Remember the line around ``pos``: the chunks holding it are oversized."""
+        text, n = self.text, self.n
         line_start = text.rfind("\n", 0, pos) + 1
         line_end = text.find("\n", pos)
         line = (line_start, n if line_end < 0 else line_end + 1)
         if not self.hard_lines or self.hard_lines[-1] != line:
             self.hard_lines.append(line)
-        return pos
 
     # -- the overlap -------------------------------------------------------------------------
 

@@ -17,7 +17,9 @@ SCORES = {"class": CLASS, "function": FUNCTION, "type": TYPE, "import": IMPORT}
 class Grammar:
     module: str  # the grammar package, e.g. tree_sitter_python
     function: str  # its function returning the language pointer
-    patterns: tuple[str, ...]  # query patterns capturing @class, @function, @type or @import
+    # Query patterns capturing @class, @function, @type or @import. One node type per pattern:
+    # an alternation under a field ("value: [(a) (b)]") matched any node in tree-sitter 0.26.
+    patterns: tuple[str, ...]
     wrappers: frozenset[str] = frozenset()  # parents that carry a definition's start (decorators...)
 
 
@@ -26,8 +28,10 @@ _JS = (
     "(function_declaration) @function",
     "(generator_function_declaration) @function",
     "(method_definition) @function",
-    "(lexical_declaration (variable_declarator value: [(arrow_function) (function_expression)])) @function",
-    "(variable_declaration (variable_declarator value: [(arrow_function) (function_expression)])) @function",
+    "(lexical_declaration (variable_declarator value: (arrow_function))) @function",
+    "(lexical_declaration (variable_declarator value: (function_expression))) @function",
+    "(variable_declaration (variable_declarator value: (arrow_function))) @function",
+    "(variable_declaration (variable_declarator value: (function_expression))) @function",
     "(import_statement) @import",
 )
 _TS = (
@@ -41,7 +45,8 @@ _TS = (
     "(function_signature) @function",
     "(method_signature) @function",
     "(abstract_method_signature) @function",
-    "(public_field_definition value: [(arrow_function) (function_expression)]) @function",
+    "(public_field_definition value: (arrow_function)) @function",
+    "(public_field_definition value: (function_expression)) @function",
 )
 _TS_WRAPPERS = frozenset({"export_statement", "ambient_declaration"})
 _C = (
@@ -71,7 +76,11 @@ GRAMMARS: dict[str, Grammar] = {
     "javascript": Grammar(
         "tree_sitter_javascript",
         "language",
-        (*_JS, "(field_definition value: [(arrow_function) (function_expression)]) @function"),
+        (
+            *_JS,
+            "(field_definition value: (arrow_function)) @function",
+            "(field_definition value: (function_expression)) @function",
+        ),
         frozenset({"export_statement"}),
     ),
     "typescript": Grammar("tree_sitter_typescript", "language_typescript", _TS, _TS_WRAPPERS),
@@ -82,7 +91,8 @@ GRAMMARS: dict[str, Grammar] = {
         (
             "(function_declaration) @function",
             "(method_declaration) @function",
-            "(type_declaration (type_spec type: [(struct_type) (interface_type)])) @class",
+            "(type_declaration (type_spec type: (struct_type))) @class",
+            "(type_declaration (type_spec type: (interface_type))) @class",
             "(type_declaration) @type",
             "(import_declaration) @import",
         ),

@@ -44,6 +44,8 @@ class Plan:
     sections: list[Section] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     titler: Callable[[int], str] | None = None
+    _point_pos: list[int] = field(default_factory=list, init=False, repr=False)
+    _guard_starts: list[int] = field(default_factory=list, init=False, repr=False)
 
     def add_point(self, pos: int, score: int) -> None:
         if score > self.points.get(pos, 0):

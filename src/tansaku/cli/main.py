@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import admin, bench, collections, search
+from . import admin, bench, collections, models, search, vectors
 from .common import Output, add_index_option
 
 EXIT_INTERNAL = 70
@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     collections.register(commands)
     search.register(commands)
     admin.register(commands)
+    vectors.register(commands)
+    models.register(commands)
     bench.register(commands)
     return parser
 

@@ -79,8 +79,8 @@ def _one(
                 work = indexing.plan(conn, collection, max_file_bytes, callback)
                 indexing.apply(conn, collection, work, callback)
                 chunking = chunk_collection(conn, collection, params_for(collection), callback)
-                # Re-chunked or removed texts leave vectors behind: drop them with their chunks.
-                prune_vectors(conn)
+                # Re-chunked or removed texts leave vectors behind: unlink them (embed reuses or drops them).
+                prune_vectors(conn, keep_unlinked=True)
         except db.DatabaseError as exc:
             raise db.translate(exc, index_path) from exc
     result = indexing.report(collection.name, work)

@@ -18,6 +18,7 @@ from tansaku.types import (
     Context,
     DocumentChunks,
     DocumentSlice,
+    EmbedReport,
     FileEntry,
     MultiGetResult,
     SearchResult,
@@ -92,6 +93,8 @@ def admin_kind(result: object) -> str:
         return "status"
     if isinstance(result, BenchReport):
         return "bench"
+    if isinstance(result, EmbedReport):
+        return "embed"
     if isinstance(result, CollectionInfo):
         return "collection show"
     if isinstance(result, dict):

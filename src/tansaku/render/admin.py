@@ -11,6 +11,7 @@ from tansaku.types import (
     CollectionInfo,
     CollectionUpdate,
     Context,
+    EmbedReport,
     FileEntry,
     HookRun,
     StatusReport,
@@ -21,6 +22,8 @@ from tansaku.types import (
 def render(result: object, opts: RenderOptions) -> str:
     if isinstance(result, UpdateReport):
         lines = _update(result)
+    elif isinstance(result, EmbedReport):
+        lines = _embed(result)
     elif isinstance(result, StatusReport):
         lines = _status(result)
     elif isinstance(result, CollectionInfo):
@@ -114,6 +117,25 @@ def _update(report: UpdateReport) -> list[str]:
     if report.warnings:
         blocks.append(warning_lines(report.warnings))
     return "\n\n".join("\n".join(block) for block in blocks).split("\n")
+
+
+def _embed(report: EmbedReport) -> list[str]:
+    lines = [f"model: {clean(report.model_path)} ({report.prompt_format} prompts)"]
+    if report.dims:
+        lines.append(f"  {report.dims} dimensions, window {report.window_tokens} tokens")
+    for c in report.collections:
+        line = f"{c.name}: {c.pending} chunks pending; embedded {c.embedded}, reused {c.reused}"
+        if c.windows:
+            line += f", {c.windows} extra windows for long chunks"
+        lines.append(line)
+        lines += [f"  failed {clean(f)}" for f in c.failed]
+    seconds = report.took_ms / 1000
+    lines.append(
+        f"{report.chunks_per_second:.1f} vectors/s, {seconds:.1f} s, peak {report.peak_memory_mb:.0f} MB"
+    )
+    if report.interrupted:
+        lines.append("interrupted: finished batches are kept; run `tansaku embed` again to continue")
+    return lines + warning_lines(report.warnings)
 
 
 def _status(s: StatusReport) -> list[str]:

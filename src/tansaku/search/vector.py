@@ -69,8 +69,8 @@ def vsearch(
                 similarity[embedding_id] = 1.0 - distance
     best = _best_chunk_per_document(conn, request.fingerprint, similarity, collections)
     ranked = sorted(best.values(), key=lambda item: (-item[1], item[0].id))
-    total = len(ranked)
     ranked = [item for item in ranked if item[1] >= request.min_score]
+    total = len(ranked)
     if request.limit is not None:
         ranked = ranked[: request.limit]
     hits = _hits(conn, ranked, request, contexts, {c.name: c for c, _ in collections})

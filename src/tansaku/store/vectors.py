@@ -186,13 +186,18 @@ def collection_vector_counts(
     return int(embedded), int(total), int(stale)
 
 
-def prune_if_present(conn: Any) -> int:
+def prune_if_present(conn: Any, *, keep_unlinked: bool = False) -> int:
     """Prune vectors when the index has any (the writer has loaded sqlite-vec then)."""
-    return prune(conn) if has_vec_tables(conn) else 0
+    return prune(conn, keep_unlinked=keep_unlinked) if has_vec_tables(conn) else 0
 
 
-def prune(conn: Any) -> int:
-    """Drop vectors of chunks that no longer exist and embeddings nothing points to."""
+def prune(conn: Any, *, keep_unlinked: bool = False) -> int:
+    """Unlink vectors of chunks that no longer exist, then drop embeddings nothing points to.
+
+    ``keep_unlinked`` keeps those embeddings: `update` unlinks the vectors of an edited document's
+    old chunks, and the next `embed` reuses the ones whose text reappears (usually all but the
+    edited chunk) before it drops the rest. Unlinked vectors are never search results.
+    """
     conn.execute(
         "DELETE FROM chunk_vectors WHERE NOT EXISTS (SELECT 1 FROM chunk_runs AS r"
         " WHERE r.hash = chunk_vectors.hash AND r.params = chunk_vectors.chunk_params)"
@@ -201,6 +206,8 @@ def prune(conn: Any) -> int:
         "DELETE FROM embed_failures WHERE NOT EXISTS (SELECT 1 FROM chunk_runs AS r"
         " WHERE r.hash = embed_failures.hash AND r.params = embed_failures.chunk_params)"
     )
+    if keep_unlinked:
+        return 0
     orphans = conn.execute(
         "SELECT e.id, m.dims FROM embeddings AS e JOIN embed_models AS m ON m.fingerprint = e.fingerprint"
         " WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors AS v WHERE v.embedding_id = e.id)"
@@ -209,6 +216,15 @@ def prune(conn: Any) -> int:
         conn.execute(f"DELETE FROM {vec_table(dims)} WHERE rowid = ?", (embedding_id,))
         conn.execute("DELETE FROM embeddings WHERE id = ?", (embedding_id,))
     return len(orphans)
+
+
+def unlinked_count(conn: Any) -> int:
+    return int(
+        conn.execute(
+            "SELECT count(*) FROM embeddings AS e WHERE NOT EXISTS"
+            " (SELECT 1 FROM chunk_vectors AS v WHERE v.embedding_id = e.id)"
+        ).fetchone()[0]
+    )
 
 
 def knn(conn: Any, dims: int, fingerprint: str, query: bytes, k: int) -> list[tuple[int, float]]:

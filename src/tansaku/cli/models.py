@@ -1,0 +1,175 @@
+"""`tansaku models list|pull|add|path`: which model files the roles use, and fetching them.
+
+`pull` is the only command in tansaku that uses the network. The registry is imported by the
+handlers, not here: every command pays for what this module imports when the parser is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .common import Output, add_format_options, add_index_option, api_for
+
+ADMIN_FORMATS = ("cli", "json")
+# The same tuple as models.registry.ROLES (a test keeps them equal), spelled out so that building
+# the parser does not import the models package.
+ROLES = ("embed", "generate", "rerank")
+
+
+def register(commands: Any) -> None:
+    group = commands.add_parser("models", help="the model files for embedding, generation and reranking")
+    add_index_option(group)
+    sub = group.add_subparsers(dest="action", metavar="ACTION")
+    sub.required = True
+
+    _common(
+        sub.add_parser("list", help="each role's model: reference, source, local file, size, dims"), _list
+    )
+
+    pull = sub.add_parser(
+        "pull", help="download hf: models into the models cache (default: every missing one); needs network"
+    )
+    pull.add_argument("roles", nargs="*", metavar="ROLE", help=f"any of: {', '.join(ROLES)}")
+    _common(pull, _pull)
+
+    add = sub.add_parser("add", help="use a local GGUF file for ROLE (written to the config)")
+    add.add_argument("role", choices=ROLES)
+    add.add_argument("path", help="a .gguf file")
+    _common(add, _add)
+
+    path = sub.add_parser("path", help="print the local file of ROLE's model (exit 1 if it is missing)")
+    path.add_argument("role", choices=ROLES)
+    _common(path, _path)
+
+
+def _common(parser: argparse.ArgumentParser, handler: Any) -> None:
+    add_index_option(parser)
+    add_format_options(parser, ADMIN_FORMATS)
+    parser.set_defaults(handler=handler)
+
+
+def _ref_data(ref: Any, dims: int | None) -> dict[str, Any]:
+    return {
+        "role": ref.role,
+        "reference": ref.reference,
+        "source": ref.source,
+        "local_path": str(ref.local_path),
+        "present": ref.present,
+        "size": ref.size,
+        "dims": dims,
+    }
+
+
+def _list(args: argparse.Namespace, out: Output) -> int:
+    from ..models import registry
+    from ..render.admin import human_size, table
+
+    refs = registry.resolve_all(api_for(args).config_path)
+    dims = {r.role: registry.embedding_length(r.local_path) if r.present else None for r in refs}
+    rows = [["role", "status", "size", "dims", "source", "reference"]]
+    for r in refs:
+        shown_dims = "-" if not r.present else str(dims[r.role] or "?")
+        size = human_size(r.size) if r.size is not None else "-"
+        rows.append([r.role, "present" if r.present else "missing", size, shown_dims, r.source, r.reference])
+    lines = table(rows, right=frozenset({2, 3}))
+    lines += ["", "local files:"] + [f"  {r.role:<9} {r.local_path}" for r in refs]
+    if any(not r.present and r.hf for r in refs):
+        lines += [
+            "",
+            "download missing hf: models with `tansaku models pull`, or `tansaku models add ROLE PATH`",
+        ]
+    out.render(
+        {
+            "models": [_ref_data(r, dims[r.role]) for r in refs],
+            "model_dir": str(registry.model_dir()),
+            "message": "\n".join(lines),
+        }
+    )
+    return 0
+
+
+def _pull(args: argparse.Namespace, out: Output) -> int:
+    from ..errors import ModelMissing, UsageError
+    from ..models import download, registry
+
+    for role in args.roles:
+        if role not in ROLES:
+            raise UsageError(f"unknown model role {role!r}", hint=f"use one of: {', '.join(ROLES)}")
+    config_path = api_for(args).config_path
+    asked = list(dict.fromkeys(args.roles))
+    refs = [registry.resolve(role, config_path) for role in asked or ROLES]
+    lines: list[str] = []
+    for ref in refs:
+        if ref.hf is None and not ref.present and asked:
+            raise ModelMissing(
+                f"the {ref.role} model is a local file that does not exist: {ref.local_path}",
+                hint=f"point the role at a GGUF file with `tansaku models add {ref.role} PATH`",
+            )
+        if ref.hf is None:
+            state = "present" if ref.present else "MISSING: set it with `tansaku models add`"
+            lines.append(f"{ref.role}: local file {ref.local_path} ({state}); nothing to download")
+        elif ref.present:
+            lines.append(f"{ref.role}: already present: {ref.local_path}")
+    wanted = [ref for ref in refs if ref.hf is not None and not ref.present]
+    progress = sys.stderr.isatty() and out.fmt == "cli"
+    if progress:
+        for ref in wanted:
+            sys.stderr.write(f"pulling {ref.role}: {ref.reference}\n")
+    paths = download.pull(wanted, progress=progress)
+    pulled = [registry.resolve(ref.role, config_path) for ref in wanted]
+    for ref, path in zip(pulled, paths, strict=True):
+        lines.append(f"{ref.role}: downloaded {ref.reference} -> {path} ({ref.size} bytes)")
+    if not wanted:
+        lines.append("nothing to download")
+    out.render(
+        {
+            "pulled": [_ref_data(r, registry.embedding_length(r.local_path)) for r in pulled],
+            "skipped": [r.role for r in refs if r.role not in {w.role for w in wanted}],
+            "message": "\n".join(lines),
+        }
+    )
+    return 0
+
+
+def _add(args: argparse.Namespace, out: Output) -> int:
+    from pathlib import Path
+
+    from ..models import registry
+
+    config_path = api_for(args).config_path
+    ref = registry.register(args.role, Path(args.path), config_path)
+    message = f"{ref.role}: now uses {ref.local_path} (saved in {config_path})"
+    out.render(
+        {
+            **_ref_data(ref, registry.embedding_length(ref.local_path)),
+            "config": str(config_path),
+            "message": message,
+        }
+    )
+    return 0
+
+
+def _path(args: argparse.Namespace, out: Output) -> int:
+    from ..errors import ModelMissing
+    from ..models import registry
+
+    ref = registry.resolve(args.role, api_for(args).config_path)
+    if not ref.present:
+        if ref.hf is not None:
+            hint = (
+                f"download it with `tansaku models pull {ref.role}`, or fetch {ref.reference} yourself "
+                f"and `tansaku models add {ref.role} PATH`"
+            )
+        else:
+            hint = f"point the role at an existing GGUF file with `tansaku models add {ref.role} PATH`"
+        raise ModelMissing(
+            f"the {ref.role} model is not on this machine: {ref.local_path}",
+            hint=hint,
+            role=ref.role,
+            reference=ref.reference,
+            path=str(ref.local_path),
+        )
+    out.render({**_ref_data(ref, None), "path": str(ref.local_path), "message": str(ref.local_path)})
+    return 0

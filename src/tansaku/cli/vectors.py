@@ -1,0 +1,80 @@
+"""`tansaku embed` and `tansaku vsearch`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .common import DelayedProgress, Output, add_format_options, add_index_option, api_for
+from .search import SCRIPT_LIMIT, TERMINAL_LIMIT, _positive_int, _score
+
+EXIT_INTERRUPTED = 130
+
+
+def register(commands: Any) -> None:
+    embed = commands.add_parser("embed", help="compute vectors for chunks that have none (local model)")
+    embed.add_argument(
+        "-c", "--collection", action="append", default=[], dest="collections", metavar="NAME",
+        help="only this collection (repeatable); default: all",
+    )  # fmt: skip
+    embed.add_argument(
+        "-f", "--force", action="store_true", help="recompute every vector of these collections"
+    )
+    add_index_option(embed)
+    add_format_options(embed, ("cli", "json"))
+    embed.set_defaults(handler=_embed)
+
+    vsearch = commands.add_parser("vsearch", help="search by meaning (vectors from `tansaku embed`)")
+    vsearch.add_argument("query", nargs="+", help="what you are looking for, in your own words")
+    vsearch.add_argument(
+        "-n",
+        type=_positive_int,
+        dest="limit",
+        help=f"results to show ({TERMINAL_LIMIT} in cli, {SCRIPT_LIMIT} otherwise)",
+    )
+    vsearch.add_argument("--all", action="store_true", help="show every result above --min-score")
+    vsearch.add_argument(
+        "--min-score", type=_score, default=0.3, help="cosine similarity floor (default 0.3)"
+    )
+    vsearch.add_argument(
+        "--full", action="store_true", help="include the whole document instead of a snippet"
+    )
+    vsearch.add_argument(
+        "--line-numbers", action="store_true", help="prefix snippet lines with their line numbers"
+    )
+    vsearch.add_argument(
+        "-c", "--collection", action="append", default=[], dest="collections", metavar="NAME",
+        help="search only this collection (repeatable; excluded collections too)",
+    )  # fmt: skip
+    vsearch.add_argument(
+        "--full-path", action="store_true", help="show disk paths instead of tansaku:// paths"
+    )
+    add_index_option(vsearch)
+    add_format_options(vsearch)
+    vsearch.set_defaults(handler=_vsearch)
+
+
+def _embed(args: argparse.Namespace, out: Output) -> int:
+    progress = DelayedProgress(enabled=sys.stdout.isatty() and out.fmt == "cli")
+    try:
+        report = api_for(args).embed(args.collections, force=args.force, progress=progress)
+    finally:
+        progress.close()
+    out.render(report)
+    if report.interrupted:
+        return EXIT_INTERRUPTED
+    return 4 if any(c.failed for c in report.collections) else 0
+
+
+def _vsearch(args: argparse.Namespace, out: Output) -> int:
+    default_limit = TERMINAL_LIMIT if out.fmt == "cli" else SCRIPT_LIMIT
+    result = api_for(args).vsearch(
+        " ".join(args.query),
+        collections=args.collections,
+        limit=None if args.all else (args.limit or default_limit),
+        min_score=args.min_score,
+        full=args.full,
+    )
+    out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
+    return 0

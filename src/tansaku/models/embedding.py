@@ -1,0 +1,55 @@
+"""The configured embedding model: resolved from the registry, loaded once per process."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelMissing
+from .prompts import PromptFormat, choose
+from .registry import ModelRef, resolve
+
+_LOADED: dict[str, Any] = {}
+
+
+def embed_model(config_path: Path) -> ModelRef:
+    """The embed model, which must be present: a missing one is an error naming the fix."""
+    ref = resolve("embed", config_path)
+    if not ref.present:
+        hint = (
+            "download it with `tansaku models pull embed`, or use a local file: "
+            "`tansaku models add embed PATH.gguf` (`tansaku models import DIR` converts a BERT-family "
+            "sentence-transformers folder)"
+        )
+        raise ModelMissing(
+            f"the embedding model {ref.reference} is not on this machine ({ref.local_path})", hint=hint
+        )
+    return ref
+
+
+def prompt_format(path: Path, config_path: Path) -> PromptFormat:
+    from .llama import read_gguf_metadata
+
+    override = None
+    try:
+        models = tomllib.loads(config_path.read_text(encoding="utf-8")).get("models", {})
+        override = models.get("embed_prompt") if isinstance(models, dict) else None
+    except (OSError, tomllib.TOMLDecodeError):
+        override = None
+    return choose(read_gguf_metadata(path), override)
+
+
+def load_embedder(path: Path, *, verbose: bool = False) -> Any:
+    """One llama.cpp embedder per model file per process (loading costs far more than a query)."""
+    key = str(path)
+    if key not in _LOADED:
+        from .llama import LlamaEmbedder
+
+        try:
+            _LOADED[key] = LlamaEmbedder(key, verbose=verbose)
+        except ImportError as exc:
+            raise ModelMissing(str(exc), hint="pip install 'tansaku[models]'") from exc
+        except (FileNotFoundError, ValueError) as exc:
+            raise ModelMissing(f"cannot load the embedding model: {exc}") from exc
+    return _LOADED[key]

@@ -1,0 +1,363 @@
+"""Sentence embeddings from a GGUF model through llama.cpp; the only module that imports llama_cpp.
+
+llama_cpp (and numpy, which it brings) are imported when an embedder is created, so the
+keyword-only install can import this module. An embedder is not thread-safe: give each thread its
+own, or serialise calls.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import struct
+import sys
+import time
+from collections import deque
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, BinaryIO
+
+__all__ = ["LlamaEmbedder"]
+
+MISSING_EXTRA = "the models extra is not installed: pip install 'tansaku[models]'"
+
+# A window beyond this costs quadratic attention time for little gain in retrieval, and callers
+# split long texts anyway.
+MAX_WINDOW = 2048
+
+# llama.cpp's pooling types, as written in GGUF files (enum llama_pooling_type).
+_POOLING_NAMES = {0: "none", 1: "mean", 2: "cls", 3: "last", 4: "rank"}
+_POOLING_MEAN = 1
+_POOLING_RANK = 4
+
+
+def _import_llama_cpp() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise ImportError(MISSING_EXTRA) from exc
+    _LOG_SINK.install(llama_cpp)
+    return llama_cpp
+
+
+class _LogSink:
+    """Receives llama.cpp's log lines: keeps the recent ones for error messages, echoes on request.
+
+    ``Llama(verbose=False)`` still lets llama.cpp print warnings to stderr, which would corrupt
+    the CLI's output; llama.cpp has one process-wide log callback, so this sink replaces it once.
+    """
+
+    def __init__(self) -> None:
+        self.echo = False
+        self.recent: deque[str] = deque(maxlen=40)
+        self._callback: Any = None  # the ctypes thunk; must stay referenced while installed
+
+    def install(self, llama_cpp: Any) -> None:
+        if self._callback is None:
+            self._callback = llama_cpp.llama_log_callback(self._receive)
+            llama_cpp.llama_log_set(self._callback, ctypes.c_void_p(0))
+
+    def _receive(self, level: int, text: bytes | None, user_data: Any) -> None:
+        line = (text or b"").decode("utf-8", "replace")
+        self.recent.append(line)
+        if self.echo:
+            sys.stderr.write(line)
+
+    def last_error(self) -> str:
+        """The tail of what llama.cpp said, for an exception message."""
+        lines = [line.strip() for line in self.recent if line.strip()]
+        return "; ".join(lines[-3:])
+
+
+_LOG_SINK = _LogSink()
+
+
+class LlamaEmbedder:
+    """L2-normalised sentence embeddings from a GGUF file (``embedding=True``, pooling per the file).
+
+    Raises FileNotFoundError for a missing file, ValueError for a file that is not a usable GGUF
+    embedding model, ImportError when llama-cpp-python is not installed.
+    """
+
+    def __init__(self, path: str, *, n_threads: int | None = None, verbose: bool = False) -> None:
+        llama_cpp = _import_llama_cpp()
+        self._llama_cpp = llama_cpp
+        self._path = str(path)
+        meta = read_gguf_metadata(Path(self._path))
+        self._family = str(meta.get("general.architecture", ""))
+        if not self._family:
+            raise ValueError(f"{self._path}: GGUF file has no general.architecture")
+        trained = meta.get(f"{self._family}.context_length")
+        if not isinstance(trained, int) or trained <= 0:
+            raise ValueError(f"{self._path}: GGUF file has no {self._family}.context_length")
+        pooling = meta.get(f"{self._family}.pooling_type")
+        if pooling == _POOLING_RANK:
+            raise ValueError(f"{self._path} is a reranker (rank pooling), not an embedding model")
+        window = meta.get("sentence_transformers.max_seq_length")
+        self._trained_window = window if isinstance(window, int) and window > 0 else None
+
+        self._n_ctx = min(trained, MAX_WINDOW)
+        threads = n_threads or os.cpu_count() or 1
+        _LOG_SINK.echo = verbose
+        kwargs: dict[str, Any] = {
+            "embedding": True,
+            "n_ctx": self._n_ctx,
+            # Every sequence must fit in one micro-batch (non-causal attention sees all of it),
+            # and a larger batch only packs more sequences into one quadratic attention window.
+            "n_batch": self._n_ctx,
+            "n_ubatch": self._n_ctx,
+            "n_threads": threads,
+            "n_threads_batch": threads,
+            "flash_attn": True,
+            "verbose": verbose,
+        }
+        if not isinstance(pooling, int) or pooling == 0:
+            # Decoder models carry no pooling: mean pooling gives them a usable sentence vector.
+            kwargs["pooling_type"] = _POOLING_MEAN
+        _LOG_SINK.recent.clear()
+        started = time.perf_counter()
+        try:
+            self._llm = llama_cpp.Llama(model_path=self._path, **kwargs)
+        except (ValueError, RuntimeError) as exc:
+            said = _LOG_SINK.last_error()
+            raise ValueError(
+                f"{self._path} could not be loaded by llama.cpp" + (f": {said}" if said else "")
+            ) from exc
+        self.load_seconds = time.perf_counter() - started
+        self._dims = int(self._llm.n_embd())
+        self._pooling = _POOLING_NAMES.get(int(self._llm.pooling_type()), "unknown")
+        self._overhead = len(self._llm.tokenize(b"", add_bos=True, special=False))
+        self._n_seq_max = min(self._n_ctx, int(llama_cpp.llama_max_parallel_sequences()))
+        self._batch = llama_cpp.llama_batch_init(self._n_ctx, 0, 1)
+        self._closed = False
+
+    # -- facts about the model -------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def dims(self) -> int:
+        return self._dims
+
+    @property
+    def context_tokens(self) -> int:
+        """The most tokens a text may have (as counted by ``count_tokens``) to be embedded whole."""
+        return self._n_ctx - self._overhead
+
+    @property
+    def trained_window(self) -> int | None:
+        """The window the model was trained for (sentence-transformers' max_seq_length), if known.
+
+        Can be smaller than ``context_tokens`` (256 against 510 for MiniLM): longer texts embed,
+        but the model never saw positions past it in training.
+        """
+        return self._trained_window
+
+    @property
+    def model_family(self) -> str:
+        """The GGUF ``general.architecture``, e.g. ``bert``."""
+        return self._family
+
+    @property
+    def pooling(self) -> str:
+        return self._pooling
+
+    @cached_property
+    def file_sha256(self) -> str:
+        digest = hashlib.sha256()
+        with open(self._path, "rb") as f:
+            while block := f.read(1 << 20):
+                digest.update(block)
+        return digest.hexdigest()
+
+    # -- tokens ----------------------------------------------------------------------------
+
+    def tokenize(self, text: str) -> list[int]:
+        """The model's tokens for ``text``, without the special tokens an embedding adds."""
+        self._check_open()
+        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenize(text))
+
+    # -- embeddings ------------------------------------------------------------------------
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit-length vector per text, in order. A text over ``context_tokens`` raises ValueError."""
+        self._check_open()
+        if isinstance(texts, str):
+            raise TypeError("embed takes a sequence of texts: wrap a single text in a list")
+        encoded = [self._encode(i, text) for i, text in enumerate(texts)]
+        vectors: list[list[float]] = []
+        group: list[list[int]] = []
+        used = 0
+        # Sequences are packed in order into one decode each time the window allows it.
+        for tokens in encoded:
+            if group and (used + len(tokens) > self._n_ctx or len(group) >= self._n_seq_max):
+                vectors.extend(self._decode(group))
+                group, used = [], 0
+            group.append(tokens)
+            used += len(tokens)
+        if group:
+            vectors.extend(self._decode(group))
+        return vectors
+
+    def raw_throughput(self, texts: Sequence[str]) -> float:
+        """Texts per second for ``texts`` through llama-cpp-python's own ``Llama.embed``, as a baseline."""
+        self._check_open()
+        for i, text in enumerate(texts):
+            self._encode(i, text)  # the same refusal of over-long texts as ``embed``
+        started = time.perf_counter()
+        self._llm.embed(list(texts), normalize=True, truncate=False)
+        elapsed = time.perf_counter() - started
+        return len(texts) / elapsed if elapsed > 0 else float("inf")
+
+    def _encode(self, index: int, text: str) -> list[int]:
+        tokens = self._llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+        if len(tokens) > self._n_ctx:
+            raise ValueError(
+                f"text {index} has {len(tokens) - self._overhead} tokens, more than the model's window "
+                f"of {self.context_tokens}: split it into windows before embedding"
+            )
+        return tokens
+
+    def _decode(self, group: list[list[int]]) -> list[list[float]]:
+        import numpy as np
+
+        lc = self._llama_cpp
+        batch = self._batch
+        j = 0
+        for seq, tokens in enumerate(group):
+            for pos, token in enumerate(tokens):
+                batch.token[j] = token
+                batch.pos[j] = pos
+                batch.n_seq_id[j] = 1
+                batch.seq_id[j][0] = seq
+                # Embedding mode wants every token marked as an output, or llama.cpp warns.
+                batch.logits[j] = True
+                j += 1
+        batch.n_tokens = j
+        memory = lc.llama_get_memory(self._llm.ctx)
+        if memory:
+            # Decoder models keep a KV cache; each batch must start from an empty one.
+            lc.llama_memory_clear(memory, True)
+        status = lc.llama_decode(self._llm.ctx, batch)
+        if status != 0:
+            raise RuntimeError(f"llama.cpp failed to embed a batch (llama_decode returned {status})")
+        vectors = []
+        for seq in range(len(group)):
+            pointer = lc.llama_get_embeddings_seq(self._llm.ctx, seq)
+            if not pointer:
+                raise RuntimeError("llama.cpp returned no pooled embedding")
+            vector = np.ctypeslib.as_array(pointer, shape=(self._dims,)).astype(np.float64)
+            norm = float(np.linalg.norm(vector))
+            if norm > 0:
+                vector /= norm
+            vectors.append(vector.tolist())
+        return vectors
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the embedder is closed")
+
+    def close(self) -> None:
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        self._llama_cpp.llama_batch_free(self._batch)
+        self._llm.close()
+
+    def __enter__(self) -> LlamaEmbedder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+# -- GGUF header ---------------------------------------------------------------------------
+
+_GGUF_MAGIC = b"GGUF"
+_GGUF_STRING = 8
+_GGUF_ARRAY = 9
+_GGUF_SCALARS = {
+    0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d",
+}  # fmt: skip
+
+
+def read_gguf_metadata(path: Path) -> dict[str, object]:
+    """The scalar and string key-values of a GGUF file's header (arrays are skipped).
+
+    Read in plain Python so that the window, pooling and family are known before llama.cpp
+    loads the weights, and so that a wrong file gets a clear error rather than a llama.cpp crash.
+    """
+    if not path.exists():
+        raise FileNotFoundError(f"model file {path} does not exist")
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory, not a GGUF model file")
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        if f.read(4) != _GGUF_MAGIC:
+            raise ValueError(f"{path} is not a GGUF model file (it does not start with 'GGUF')")
+        try:
+            version, _tensors, kv_count = struct.unpack("<IQQ", _read(f, 20))
+            if version not in (2, 3) or kv_count > 1_000_000:
+                raise ValueError(f"unsupported GGUF version {version}")
+            meta: dict[str, object] = {}
+            for _ in range(kv_count):
+                key = _read_string(f, size)
+                (kind,) = struct.unpack("<I", _read(f, 4))
+                if kind == _GGUF_ARRAY:
+                    _skip_array(f, size)
+                else:
+                    meta[key] = _read_value(f, kind, size)
+        except (ValueError, struct.error, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path} is not a valid GGUF model file: {exc}") from exc
+    return meta
+
+
+def _read(f: BinaryIO, n: int) -> bytes:
+    data = f.read(n)
+    if len(data) != n:
+        raise ValueError("the file is truncated")
+    return data
+
+
+def _read_string(f: BinaryIO, size: int) -> str:
+    (n,) = struct.unpack("<Q", _read(f, 8))
+    if n > size:
+        raise ValueError("a string runs past the end of the file")
+    return _read(f, n).decode("utf-8")
+
+
+def _read_value(f: BinaryIO, kind: int, size: int) -> object:
+    if kind == _GGUF_STRING:
+        return _read_string(f, size)
+    fmt = _GGUF_SCALARS.get(kind)
+    if fmt is None:
+        raise ValueError(f"unknown value type {kind}")
+    return struct.unpack(fmt, _read(f, struct.calcsize(fmt)))[0]
+
+
+def _skip_array(f: BinaryIO, size: int) -> None:
+    kind, count = struct.unpack("<IQ", _read(f, 12))
+    if kind == _GGUF_STRING:
+        for _ in range(count):
+            (n,) = struct.unpack("<Q", _read(f, 8))
+            if n > size:
+                raise ValueError("a string runs past the end of the file")
+            f.seek(n, os.SEEK_CUR)
+    elif kind in _GGUF_SCALARS:
+        f.seek(count * struct.calcsize(_GGUF_SCALARS[kind]), os.SEEK_CUR)
+    else:
+        raise ValueError(f"unsupported array type {kind}")
+    if f.tell() > size:
+        raise ValueError("an array runs past the end of the file")

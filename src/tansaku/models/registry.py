@@ -1,0 +1,261 @@
+"""Which model file each role uses, and where it lives on disk.
+
+A role (embed, generate, rerank) names its model with a reference: a local GGUF path, or
+``hf:OWNER/REPO/FILE`` for a file on the Hugging Face hub. The reference comes from the config
+file's ``[models]`` table, else ``TANSAKU_<ROLE>_MODEL``, else the defaults below. Nothing here
+touches the network: ``hf:`` files are only downloaded by ``tansaku models pull``
+(``models/download.py``); until then they are reported missing.
+
+Stdlib only, so listing models costs no heavy import.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ..errors import ConfigInvalid, PathNotFound, UsageError
+from ..paths import _xdg
+
+ROLES = ("embed", "generate", "rerank")
+HF_PREFIX = "hf:"
+GGUF_MAGIC = b"GGUF"
+
+# Downloaded only by `tansaku models pull`, never on first use: a search must never stall on (or
+# fail for want of) a network that a local-first tool cannot assume.
+DEFAULTS: dict[str, str] = {
+    "embed": "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf",
+    "generate": "hf:Qwen/Qwen3-0.6B-GGUF/Qwen3-0.6B-Q8_0.gguf",
+    "rerank": "hf:ggml-org/Qwen3-Reranker-0.6B-Q8_0-GGUF/qwen3-reranker-0.6b-q8_0.gguf",
+}
+
+
+@dataclass(frozen=True)
+class HfFile:
+    owner: str
+    repo: str
+    filename: str  # may contain '/' for files in a sub-folder of the repo
+
+    @property
+    def repo_id(self) -> str:
+        return f"{self.owner}/{self.repo}"
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    role: str
+    reference: str
+    source: str  # "config" | "env" | "default"
+    local_path: Path
+    present: bool
+    size: int | None
+
+    @property
+    def hf(self) -> HfFile | None:
+        return parse_hf(self.reference) if self.reference.startswith(HF_PREFIX) else None
+
+
+def env_var(role: str) -> str:
+    return f"TANSAKU_{role.upper()}_MODEL"
+
+
+def model_dir() -> Path:
+    """The models cache; ``TANSAKU_MODEL_DIR`` overrides it (tests point it at a temp folder)."""
+    override = os.environ.get("TANSAKU_MODEL_DIR")
+    if override:
+        return Path(override).expanduser()
+    return _xdg("XDG_CACHE_HOME", ".cache") / "tansaku" / "models"
+
+
+def parse_hf(reference: str) -> HfFile:
+    parts = reference[len(HF_PREFIX) :].strip("/").split("/")
+    # '..' or empty segments would let a reference write outside the models cache.
+    if len(parts) < 3 or any(p in ("", ".", "..") for p in parts):
+        raise UsageError(
+            f"bad model reference {reference!r}",
+            hint="use hf:OWNER/REPO/FILE.gguf or a path to a local .gguf file",
+        )
+    return HfFile(parts[0], parts[1], "/".join(parts[2:]))
+
+
+def hf_cache_path(hf: HfFile) -> Path:
+    return model_dir() / hf.owner / hf.repo / hf.filename
+
+
+def check_role(role: str) -> str:
+    if role not in ROLES:
+        raise UsageError(f"unknown model role {role!r}", hint=f"use one of: {', '.join(ROLES)}")
+    return role
+
+
+def resolve(role: str, config_path: Path) -> ModelRef:
+    check_role(role)
+    configured = _config_models(config_path).get(role)
+    if configured is not None:
+        # A relative path in a config file means relative to that file, not to wherever the
+        # command happens to run.
+        reference, source, base = configured, "config", config_path.parent
+    elif os.environ.get(env_var(role)):
+        reference, source, base = os.environ[env_var(role)], "env", Path.cwd()
+    else:
+        reference, source, base = DEFAULTS[role], "default", Path.cwd()
+    if reference.startswith(HF_PREFIX):
+        local = hf_cache_path(parse_hf(reference))
+    else:
+        local = Path(os.path.abspath(base / Path(reference).expanduser()))
+    size = _size(local)
+    return ModelRef(role, reference, source, local, size is not None, size)
+
+
+def resolve_all(config_path: Path) -> list[ModelRef]:
+    return [resolve(role, config_path) for role in ROLES]
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size if path.is_file() else None
+    except OSError:
+        return None
+
+
+def _load_toml(config_path: Path) -> dict[str, Any]:
+    try:
+        raw = config_path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigInvalid(f"cannot read config {config_path}: {exc.strerror}") from exc
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigInvalid(
+            f"config {config_path} is not valid TOML: {exc}", hint="fix or remove the file"
+        ) from exc
+
+
+def _config_models(config_path: Path) -> dict[str, str]:
+    models = _load_toml(config_path).get("models", {})
+    if not isinstance(models, dict):
+        raise ConfigInvalid(f"config {config_path}: [models] must be a table")
+    for role in ROLES:
+        if role in models and not isinstance(models[role], str):
+            raise ConfigInvalid(f"config {config_path}: [models] {role} must be a string (a path or hf:...)")
+    return {role: models[role] for role in ROLES if role in models}
+
+
+def is_gguf(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == GGUF_MAGIC
+    except OSError:
+        return False
+
+
+def register(role: str, path: Path, config_path: Path) -> ModelRef:
+    """Point ROLE at a local GGUF file in the config (``[models] ROLE = "/abs/path"``)."""
+    check_role(role)
+    path = Path(os.path.abspath(path.expanduser()))
+    if not path.exists():
+        raise PathNotFound(f"model file {str(path)!r} does not exist")
+    if not path.is_file():
+        raise UsageError(f"{str(path)!r} is not a file", hint="give the path of a .gguf model file")
+    if not is_gguf(path):
+        raise UsageError(
+            f"{str(path)!r} is not a GGUF model file (it does not start with the bytes 'GGUF')",
+            hint="convert the model to GGUF first (llama.cpp's convert_hf_to_gguf.py)",
+        )
+    data = _load_toml(config_path)
+    models = data.setdefault("models", {})
+    if not isinstance(models, dict):
+        raise ConfigInvalid(f"config {config_path}: [models] must be a table")
+    models[role] = str(path)
+    _write_toml(config_path, data)
+    return resolve(role, config_path)
+
+
+def _write_toml(config_path: Path, data: dict[str, Any]) -> None:
+    import tomli_w  # only commands that change the config pay for the writer
+
+    from ..config.settings import HEADER
+
+    # The whole document is rewritten (collections, contexts, settings untouched as loaded), to a
+    # temporary file that replaces the old one, so a crash never leaves half a config behind.
+    text = HEADER + tomli_w.dumps(data)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tansaku-config-", dir=config_path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, config_path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --- GGUF header: just enough to find the embedding length -----------------------------------
+# The gguf package's GGUFReader parses every key up front, a 150k-entry vocabulary included:
+# about 6 s per file, too slow for a listing. This reads key by key and stops at the answer.
+
+_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_STRING, _ARRAY = 8, 9
+_MAX_KEYS = 10_000
+
+
+def embedding_length(path: Path) -> int | None:
+    """``<arch>.embedding_length`` from a GGUF file's header; None when absent or unreadable."""
+    try:
+        with path.open("rb") as handle:
+            return _find_embedding_length(handle)
+    except (OSError, ValueError, struct.error, UnicodeDecodeError):
+        return None
+
+
+def _find_embedding_length(handle: BinaryIO) -> int | None:
+    magic, version = struct.unpack("<4sI", _read(handle, 8))
+    if magic != GGUF_MAGIC or version < 2:  # version 1 used 32-bit counts; nothing ships it now
+        return None
+    _tensors, kv_count = struct.unpack("<QQ", _read(handle, 16))
+    for _ in range(min(kv_count, _MAX_KEYS)):
+        key = _string(handle)
+        (kind,) = struct.unpack("<I", _read(handle, 4))
+        if key.endswith(".embedding_length") and kind in _SCALARS and kind not in (6, 7, 12):
+            fmt = "<" + _SCALARS[kind]
+            return int(struct.unpack(fmt, _read(handle, struct.calcsize(fmt)))[0])
+        _skip_value(handle, kind)
+    return None
+
+
+def _read(handle: BinaryIO, size: int) -> bytes:
+    data = handle.read(size)
+    if len(data) != size:
+        raise ValueError("truncated GGUF header")
+    return data
+
+
+def _string(handle: BinaryIO) -> str:
+    (length,) = struct.unpack("<Q", _read(handle, 8))
+    return _read(handle, length).decode("utf-8")
+
+
+def _skip_value(handle: BinaryIO, kind: int) -> None:
+    if kind in _SCALARS:
+        handle.seek(struct.calcsize(_SCALARS[kind]), os.SEEK_CUR)
+    elif kind == _STRING:
+        (length,) = struct.unpack("<Q", _read(handle, 8))
+        handle.seek(length, os.SEEK_CUR)
+    elif kind == _ARRAY:
+        item_kind, count = struct.unpack("<IQ", _read(handle, 12))
+        if item_kind in _SCALARS:
+            handle.seek(count * struct.calcsize(_SCALARS[item_kind]), os.SEEK_CUR)
+        else:
+            for _ in range(count):
+                _skip_value(handle, item_kind)
+    else:
+        raise ValueError(f"unknown GGUF value type {kind}")

@@ -1,0 +1,213 @@
+"""Embeddings and vector search with a real GGUF model (MiniLM converted from its registry
+package) run by llama-cpp-python, stored in real sqlite-vec tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlean
+
+from .conftest import REPO
+from .models_fixture import minilm_gguf, requires_llama, requires_minilm
+
+pytestmark = [requires_llama, requires_minilm]
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    path = minilm_gguf()
+    monkeypatch.setenv("TANSAKU_EMBED_MODEL", str(path))
+    monkeypatch.setenv("TANSAKU_MODEL_DIR", str(tmp_path / "models"))
+    return path
+
+
+def embed(cli, *args: str) -> dict:
+    result = cli("embed", *args, "--json")
+    assert result.exit_code == 0, result.stderr
+    return result.json()
+
+
+def vector_rows(index_path: Path) -> int:
+    conn = sqlean.connect(str(index_path))
+    try:
+        return conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.usefixtures("indexed")
+def test_embed_then_vsearch_finds_a_paraphrase(cli, model):
+    report = embed(cli)
+    assert report["dims"] == 384
+    assert report["collections"][0]["embedded"] == 13
+    data = cli("vsearch", "restore a single file from a snapshot", "--json").json()
+    assert data["mode"] == "vsearch"
+    top = data["results"][0]
+    assert top["path"] == "guides/backups.md"
+    # A paraphrase with no shared key word still ranks its document above unrelated ones.
+    ranked = [
+        h["path"]
+        for h in cli(
+            "vsearch", "get one file back from an old copy", "--all", "--min-score", "0", "--json"
+        ).json()["results"]
+    ]
+    assert ranked.index("guides/backups.md") < ranked.index("guides/compression.md")
+    assert ranked.index("guides/backups.md") < ranked.index("notes/2024-04-meeting.md")
+    assert 0.3 <= top["score"] <= 1.0
+    start, end = top["chunk_lines"]
+    assert start <= top["snippet"]["start_line"] <= end
+    scores = [hit["score"] for hit in data["results"]]
+    assert scores == sorted(scores, reverse=True)
+    assert embed(cli)["collections"][0]["pending"] == 0  # nothing left to do
+
+
+@pytest.mark.usefixtures("indexed")
+def test_vsearch_without_vectors_or_model_is_an_error_not_empty(cli, model, monkeypatch):
+    result = cli("vsearch", "anything", "--json")
+    assert result.exit_code == 3
+    assert result.error()["code"] == "NO_VECTORS"
+    assert "tansaku embed" in result.error()["hint"]
+    monkeypatch.setenv("TANSAKU_EMBED_MODEL", "/nonexistent/model.gguf")
+    result = cli("vsearch", "anything", "--json")
+    assert result.exit_code == 1
+    assert result.error()["code"] == "MODEL_MISSING"
+    assert "models add" in result.error()["hint"]
+
+
+def test_chunk_level_reuse_only_re_embeds_the_edited_chunk(cli, model, tmp_path: Path):
+    folder = tmp_path / "long"
+    folder.mkdir()
+    sections = [
+        f"## Section {i}\n\n" + f"Paragraph {i} talks about topic {i}. " * 120 + "\n" for i in range(4)
+    ]
+    doc = folder / "long.md"
+    doc.write_text("# Long\n\n" + "\n".join(sections), encoding="utf-8")
+    assert cli("collection", "add", folder, "--name", "long").exit_code == 0
+    chunks = len(cli("chunks", "long/long.md", "--json").json()["chunks"])
+    assert chunks >= 3
+    first = embed(cli)["collections"][0]
+    assert first["embedded"] >= chunks
+    assert first["windows"] > 0  # 900-token chunks do not fit MiniLM's 510-token window
+    edited = doc.read_text(encoding="utf-8").replace("Paragraph 3 talks", "Paragraph 3 speaks", 1)
+    doc.write_text(edited, encoding="utf-8")
+    assert cli("update").exit_code == 0
+    second = embed(cli)["collections"][0]
+    assert second["reused"] >= 1, second
+    assert 0 < second["embedded"] < first["embedded"]
+
+
+def test_vsearch_collection_filter_is_exact_for_a_small_collection(cli, model, tmp_path: Path):
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(40):
+        (big / f"b{i}.md").write_text(
+            f"# Backups {i}\n\nRestore files from backup snapshot {i}.\n", encoding="utf-8"
+        )
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    (tiny / "cooking.md").write_text("# Soup\n\nSimmer the onions slowly.\n", encoding="utf-8")
+    (tiny / "restore.md").write_text("# Getting data back\n\nHow to restore a lost file.\n", encoding="utf-8")
+    for folder, name in ((big, "big"), (tiny, "tiny")):
+        assert cli("collection", "add", folder, "--name", name).exit_code == 0
+    embed(cli)
+    unscoped = cli("vsearch", "restore a lost file", "-n", "5", "--json").json()["results"]
+    scoped = cli("vsearch", "restore a lost file", "-c", "tiny", "-n", "5", "--json").json()["results"]
+    assert scoped and scoped[0]["path"] == "restore.md"
+    assert {hit["collection"] for hit in scoped} == {"tiny"}
+    assert len(unscoped) == 5
+
+
+@pytest.mark.usefixtures("indexed")
+def test_vectors_from_another_model_are_reported(cli, model, tmp_path: Path, monkeypatch):
+    embed(cli)
+    other = tmp_path / "other.gguf"
+    shutil.copyfile(model, other)
+    with other.open("ab") as handle:
+        handle.write(b"\0" * 64)  # same weights, another file: another fingerprint
+    monkeypatch.setenv("TANSAKU_EMBED_MODEL", str(other))
+    result = cli("vsearch", "restore", "--json")
+    assert result.exit_code == 3
+    assert "another model" in result.error()["message"]
+    assert cli("embed", "--json").exit_code == 0
+    monkeypatch.setenv("TANSAKU_EMBED_MODEL", str(model))
+    data = cli("vsearch", "restore", "--json").json()
+    assert data["results"]  # vectors of the first model were kept alongside
+
+
+@pytest.mark.usefixtures("indexed")
+def test_removing_documents_removes_their_vectors(cli, model, indexed: Path, index_path: Path):
+    embed(cli)
+    before = vector_rows(index_path)
+    (indexed / "guides" / "backups.md").unlink()
+    assert cli("update").exit_code == 0
+    # Unlinked at once (never a result again), dropped by the next embed unless its text is reused.
+    found = [h["path"] for h in cli("vsearch", "nightly backups", "--all", "--json").json()["results"]]
+    assert "guides/backups.md" not in found
+    embed(cli)
+    assert vector_rows(index_path) == before - 1
+    cli("collection", "remove", "sample")
+    assert vector_rows(index_path) == 0
+
+
+@pytest.mark.usefixtures("indexed")
+def test_a_second_embed_waits_then_says_who_holds_the_lock(cli, model, index_path: Path):
+    from tansaku.index.locks import exclusive_lock
+
+    with exclusive_lock(index_path, "embed"):
+        result = cli("embed", "--json")
+    assert result.exit_code == 3
+    error = result.error()
+    assert error["code"] == "INDEX_LOCKED"
+    assert f"pid {os.getpid()}" in error["message"]
+    assert embed(cli)["collections"][0]["embedded"] == 13
+
+
+@pytest.mark.subprocess
+def test_interrupted_embed_keeps_finished_batches_and_resumes(model, tmp_path: Path):
+    corpus = tmp_path / "many"
+    corpus.mkdir()
+    for i in range(160):
+        (corpus / f"n{i:03}.md").write_text(
+            f"# Note {i}\n\n" + f"word{i} sentence about item {i}. " * 60, encoding="utf-8"
+        )
+    env = {**os.environ, "TANSAKU_PYTHON": sys.executable}
+    wrapper = str(REPO / "bin" / "tansaku")
+    subprocess.run(
+        [wrapper, "collection", "add", str(corpus), "--name", "many"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    process = subprocess.Popen(
+        [wrapper, "embed", "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    index_path = Path(os.environ["TANSAKU_INDEX_PATH"])
+    deadline = time.monotonic() + 120
+    done = 0
+    while time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.2)
+        try:
+            done = vector_rows(index_path)
+        except sqlean.OperationalError:
+            continue
+        if done >= 32:
+            break
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    kept = vector_rows(index_path)
+    assert 32 <= kept < 160
+    resumed = subprocess.run(
+        [wrapper, "embed", "--json"], env=env, capture_output=True, text=True, check=True
+    )
+    again = json.loads(resumed.stdout)["collections"][0]
+    assert again["pending"] == 160 - kept
+    assert vector_rows(index_path) == 160
