@@ -174,7 +174,7 @@ def test_a_second_embed_waits_then_says_who_holds_the_lock(cli, model, index_pat
 def test_interrupted_embed_keeps_finished_batches_and_resumes(model, tmp_path: Path):
     corpus = tmp_path / "many"
     corpus.mkdir()
-    for i in range(160):
+    for i in range(70):
         (corpus / f"n{i:03}.md").write_text(
             f"# Note {i}\n\n" + f"word{i} sentence about item {i}. " * 60, encoding="utf-8"
         )
@@ -204,10 +204,10 @@ def test_interrupted_embed_keeps_finished_batches_and_resumes(model, tmp_path: P
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     kept = vector_rows(index_path)
-    assert 32 <= kept < 160
+    assert 32 <= kept < 70
     resumed = subprocess.run(
         [wrapper, "embed", "--json"], env=env, capture_output=True, text=True, check=True
     )
     again = json.loads(resumed.stdout)["collections"][0]
-    assert again["pending"] == 160 - kept
-    assert vector_rows(index_path) == 160
+    assert again["pending"] == 70 - kept
+    assert vector_rows(index_path) == 70

@@ -25,6 +25,8 @@ class Config:
     collections: dict[str, Collection] = field(default_factory=dict)
     contexts: dict[str, str] = field(default_factory=dict)  # path ("/" or virtual path) -> text
     max_file_bytes: int = 5 * 1024 * 1024
+    # Top-level tables this module does not manage (e.g. [models]), written back untouched.
+    other: dict[str, Any] = field(default_factory=dict)
 
     def collection_list(self) -> list[Collection]:
         return [self.collections[name] for name in sorted(self.collections)]
@@ -59,6 +61,7 @@ def load(path: Path) -> Config:
 
 def _from_dict(data: dict[str, Any], path: Path) -> Config:
     config = Config()
+    config.other = {k: v for k, v in data.items() if k not in ("settings", "collections", "contexts")}
     settings = data.get("settings", {})
     if isinstance(settings, dict) and isinstance(settings.get("max_file_bytes"), int):
         config.max_file_bytes = settings["max_file_bytes"]
@@ -104,7 +107,7 @@ def _strings(value: Any, path: Path, name: str, key: str) -> list[str]:
 def save(path: Path, config: Config) -> None:
     import tomli_w  # only commands that change the config pay for the writer
 
-    data: dict[str, Any] = {}
+    data: dict[str, Any] = dict(config.other)
     if config.max_file_bytes != Config().max_file_bytes:
         data["settings"] = {"max_file_bytes": config.max_file_bytes}
     data["collections"] = {}

@@ -218,7 +218,7 @@ def _run(
             for start in range(0, len(pending), BATCH_CHUNKS):
                 batch = pending[start : start + BATCH_CHUNKS]
                 units = _units(conn, batch, params, prompt, embedder, titles, paths)
-                computed += _store_batch(conn, index_path, embedder, identity, params, batch, units, result)
+                computed += _store_batch(conn, index_path, embedder, identity, params, units, result, force)
                 if callback:
                     callback(min(start + BATCH_CHUNKS, len(pending)), len(pending), "embedding")
     except KeyboardInterrupt:
@@ -301,12 +301,13 @@ def _store_batch(
     embedder: Embedder,
     identity: ModelIdentity,
     params: str,
-    batch: Sequence[tuple[str, int]],
     units: list[_Unit],
     result: CollectionEmbed,
+    force: bool,
 ) -> int:
     fingerprint = identity.fingerprint
-    known = vec.existing_embeddings(conn, fingerprint, [u.text_sha for u in units])
+    # With force nothing is reused: every text is embedded again and its vector replaced.
+    known = {} if force else vec.existing_embeddings(conn, fingerprint, [u.text_sha for u in units])
     todo = list({u.text_sha: u for u in units if u.text_sha not in known}.values())
     vectors, failures = _embed_resilient(embedder, todo)
     with db.write_lock(conn, index_path, "embed"):

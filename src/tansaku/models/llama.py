@@ -186,18 +186,25 @@ class LlamaEmbedder:
 
     # -- embeddings ------------------------------------------------------------------------
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One unit-length vector per text, in order. A text over ``context_tokens`` raises ValueError."""
+    def embed(self, texts: Sequence[str], *, pack: bool = False) -> list[list[float]]:
+        """One unit-length vector per text, in order. A text over ``context_tokens`` raises ValueError.
+
+        By default each text is its own llama.cpp batch, so a text's vector is bit-for-bit the
+        same whatever it is embedded with. ``pack=True`` puts as many texts as fit in the window
+        into one batch: faster for short texts (not for ~200-token ones, two of which fill the
+        window), but llama.cpp's kernels then round differently with the texts' places in the
+        batch, moving components by up to ~1e-4 (cosine to the unpacked vector > 0.99999).
+        """
         self._check_open()
         if isinstance(texts, str):
             raise TypeError("embed takes a sequence of texts: wrap a single text in a list")
         encoded = [self._encode(i, text) for i, text in enumerate(texts)]
+        per_batch = self._n_seq_max if pack else 1
         vectors: list[list[float]] = []
         group: list[list[int]] = []
         used = 0
-        # Sequences are packed in order into one decode each time the window allows it.
         for tokens in encoded:
-            if group and (used + len(tokens) > self._n_ctx or len(group) >= self._n_seq_max):
+            if group and (used + len(tokens) > self._n_ctx or len(group) >= per_batch):
                 vectors.extend(self._decode(group))
                 group, used = [], 0
             group.append(tokens)

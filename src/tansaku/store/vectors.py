@@ -104,10 +104,18 @@ def existing_embeddings(conn: Any, fingerprint: str, text_shas: Iterable[str]) -
 
 
 def add_embedding(conn: Any, fingerprint: str, dims: int, text_sha: str, blob: bytes) -> int:
-    cursor = conn.execute(
-        "INSERT INTO embeddings (fingerprint, text_sha) VALUES (?, ?)", (fingerprint, text_sha)
-    )
-    embedding_id = int(cursor.lastrowid)
+    """Store a vector for a text, replacing the one it had (``embed -f`` recomputes)."""
+    row = conn.execute(
+        "SELECT id FROM embeddings WHERE fingerprint = ? AND text_sha = ?", (fingerprint, text_sha)
+    ).fetchone()
+    if row is not None:
+        embedding_id = int(row[0])
+        conn.execute(f"DELETE FROM {vec_table(dims)} WHERE rowid = ?", (embedding_id,))
+    else:
+        cursor = conn.execute(
+            "INSERT INTO embeddings (fingerprint, text_sha) VALUES (?, ?)", (fingerprint, text_sha)
+        )
+        embedding_id = int(cursor.lastrowid)
     conn.execute(
         f"INSERT INTO {vec_table(dims)} (rowid, fingerprint, embedding) VALUES (?, ?, ?)",
         (embedding_id, fingerprint, blob),
