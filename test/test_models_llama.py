@@ -52,21 +52,27 @@ def test_vectors_are_unit_length(embedder: LlamaEmbedder) -> None:
         assert math.sqrt(sum(x * x for x in vector)) == pytest.approx(1.0, abs=1e-6)
 
 
-def test_batch_equals_one_by_one(embedder: LlamaEmbedder) -> None:
-    texts = TEXTS * 3 + [text_of(embedder, 300), text_of(embedder, 250)]
-    batched = embedder.embed(texts)
-    for text, vector in zip(texts, batched, strict=True):
-        assert embedder.embed([text])[0] == pytest.approx(vector, abs=1e-5)
+@pytest.fixture(scope="module")
+def singles(embedder: LlamaEmbedder) -> dict[str, list[float]]:
+    """Each test text embedded on its own."""
+    texts = [*TEXTS, text_of(embedder, 300), text_of(embedder, 250)]
+    return {text: embedder.embed([text])[0] for text in texts}
 
 
-def test_packed_batches_stay_within_rounding_of_one_by_one(embedder: LlamaEmbedder) -> None:
+def test_batch_equals_one_by_one(embedder: LlamaEmbedder, singles: dict[str, list[float]]) -> None:
+    texts = [*singles, *TEXTS]
+    for text, vector in zip(texts, embedder.embed(texts), strict=True):
+        assert vector == pytest.approx(singles[text], abs=1e-5)
+
+
+def test_packed_batches_stay_within_rounding_of_one_by_one(
+    embedder: LlamaEmbedder, singles: dict[str, list[float]]
+) -> None:
     # Enough texts of mixed length that several decodes each pack several sequences.
-    texts = TEXTS * 8 + [text_of(embedder, 300), text_of(embedder, 250)]
-    packed = embedder.embed(texts, pack=True)
-    for text, vector in zip(texts, packed, strict=True):
-        single = embedder.embed([text])[0]
-        assert single == pytest.approx(vector, abs=1e-3)
-        assert sum(a * b for a, b in zip(single, vector, strict=True)) > 0.99999
+    texts = [*TEXTS * 6, *singles]
+    for text, vector in zip(texts, embedder.embed(texts, pack=True), strict=True):
+        assert vector == pytest.approx(singles[text], abs=1e-3)
+        assert sum(a * b for a, b in zip(singles[text], vector, strict=True)) > 0.99999
 
 
 def test_empty_input_gives_no_vectors(embedder: LlamaEmbedder) -> None:
