@@ -211,3 +211,19 @@ def test_interrupted_embed_keeps_finished_batches_and_resumes(model, tmp_path: P
     again = json.loads(resumed.stdout)["collections"][0]
     assert again["pending"] == 70 - kept
     assert vector_rows(index_path) == 70
+
+
+def test_status_reports_vectors_pending_and_window(cli, model, indexed: Path):
+    before = cli("status", "--json").json()
+    assert before["collections"][0]["vectors"] == 0
+    assert before["embed_model"] == str(model) and before["embed_window"] is None
+    embed(cli)
+    (indexed / "notes" / "new.md").write_text("# New\n\nA fresh note about restores.\n", encoding="utf-8")
+    assert cli("update").exit_code == 0
+    status = cli("status", "--json").json()
+    info = status["collections"][0]
+    assert info["vectors"] == 13 and info["unembedded"] == 1
+    assert status["embed_window"] == 510
+    assert any("have no vector yet" in line for line in status["pending"])
+    text = cli("status").stdout
+    assert "510-token windows" in text

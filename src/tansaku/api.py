@@ -23,6 +23,7 @@ from .errors import (
     IndexError_,
     IndexSchemaMismatch,
     PathNotFound,
+    TansakuError,
     UsageError,
 )
 from .index.progress import ProgressFactory
@@ -145,18 +146,84 @@ class Tansaku:
         with self._reader() as conn:
             return self._infos(conn, config)
 
-    @staticmethod
-    def _infos(conn: db.Connection, config: settings.Config) -> list[CollectionInfo]:
+    def _infos(self, conn: db.Connection, config: settings.Config) -> list[CollectionInfo]:
         from .index.chunks import params_for
         from .store.chunks import collection_chunk_counts
 
         counts, states = store.collection_counts(conn), store.collection_states(conn)
+        fingerprint = self._current_fingerprint(conn)
         infos = []
         for c in config.collection_list():
             documents, size = counts.get(c.name, (0, 0))
-            chunked, chunks, fallbacks = collection_chunk_counts(conn, c.name, params_for(c).fingerprint())
-            infos.append(CollectionInfo(c, documents, states.get(c.name), size, chunked, chunks, fallbacks))
+            params = params_for(c).fingerprint()
+            chunked, chunks, fallbacks = collection_chunk_counts(conn, c.name, params)
+            vectors = stale = unembedded = 0
+            if _has_table(conn, "chunk_vectors"):
+                from .store.vectors import collection_vector_counts
+
+                vectors, distinct_chunks, stale = collection_vector_counts(conn, c.name, params, fingerprint)
+                if fingerprint is not None or stale:
+                    unembedded = distinct_chunks - vectors
+            infos.append(
+                CollectionInfo(
+                    c,
+                    documents,
+                    states.get(c.name),
+                    size,
+                    chunked,
+                    chunks,
+                    fallbacks,
+                    vectors,
+                    stale,
+                    unembedded,
+                )
+            )
         return infos
+
+    def _embed_status(self) -> tuple[str | None, int | None]:
+        """The configured embed model file if present, and the window the index last used with it."""
+        from .models.registry import resolve
+
+        ref = resolve("embed", self.config_path)
+        if not ref.present:
+            return None, None
+        window = None
+        if self.index_path.exists():
+            try:
+                with self._reader() as conn:
+                    if _has_table(conn, "embed_models"):
+                        row = conn.execute(
+                            "SELECT window_tokens FROM embed_models WHERE model_path = ?"
+                            " ORDER BY created_at DESC",
+                            (str(ref.local_path),),
+                        ).fetchone()
+                        window = row[0] if row else None
+            except TansakuError:
+                window = None
+        return str(ref.local_path), window
+
+    def _current_fingerprint(self, conn: db.Connection) -> str | None:
+        """The fingerprint the configured embed model has in this index (no hashing, no loading)."""
+        from .models.registry import resolve
+
+        ref = resolve("embed", self.config_path)
+        if not ref.present or not _has_table(conn, "embed_models"):
+            return None
+        from .index.embed import file_sha256
+
+        st = ref.local_path.stat()
+        row = conn.execute(
+            "SELECT fingerprint FROM embed_models WHERE model_path = ? AND model_size = ?"
+            " AND model_mtime_ns = ? ORDER BY created_at DESC LIMIT 1",
+            (str(ref.local_path), st.st_size, st.st_mtime_ns),
+        ).fetchone()
+        if row is None:  # the same file may have been embedded under another name
+            row = conn.execute(
+                "SELECT fingerprint FROM embed_models WHERE model_sha256 = ?"
+                " ORDER BY created_at DESC LIMIT 1",
+                (file_sha256(str(ref.local_path)),),
+            ).fetchone()
+        return row[0] if row else None
 
     def collection(self, name: str) -> CollectionInfo:
         self._collection(self.config(), name)
@@ -556,6 +623,7 @@ class Tansaku:
         exists = self.index_path.exists()
         warnings: list[Notice] = []
         schema: int | None = None
+        embed_path, embed_window = self._embed_status()
         infos: list[CollectionInfo] = [CollectionInfo(c, 0, None) for c in config.collection_list()]
         states: dict[str, str | None] = {}
         pending: list[str] = []
@@ -579,6 +647,11 @@ class Tansaku:
             if exists and c.name not in states:
                 pending.append(f"{c.name}: never indexed; run `tansaku update -c {c.name}`")
         for info in infos:
+            if info.unembedded:
+                name = info.collection.name
+                pending.append(
+                    f"{name}: {info.unembedded} chunks have no vector yet; run `tansaku embed -c {name}`"
+                )
             if info.chunked < info.documents:
                 missing = info.documents - info.chunked
                 name = info.collection.name
@@ -595,11 +668,17 @@ class Tansaku:
             pending=tuple(pending),
             warnings=tuple(warnings),
             grammars=tuple(sorted(available_grammars().items())),
+            embed_model=embed_path,
+            embed_window=embed_window,
         )
 
 
 class NoVectors(IndexError_):
     code = "NO_VECTORS"
+
+
+def _has_table(conn: db.Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
 
 def _vector_warnings(chosen: Sequence[Collection], counts: Sequence[tuple[int, int, int]]) -> list[Notice]:

@@ -164,6 +164,9 @@ class CollectionInfo:
     chunked: int = 0  # documents whose text has chunks for the collection's current parameters
     chunks: int = 0
     chunk_fallbacks: int = 0  # documents chunked with a warning (e.g. no grammar: regex was used)
+    vectors: int = 0  # chunks with a vector from the configured embedding model
+    stale_vectors: int = 0  # chunks whose only vectors come from another model
+    unembedded: int = 0  # chunks without a vector from the configured model (once embedding began)
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,8 @@ class StatusReport:
     pending: tuple[str, ...]  # human sentences: what `update` would have to do
     warnings: tuple[Notice, ...] = ()
     grammars: tuple[tuple[str, bool], ...] = ()  # tree-sitter languages for --chunk-strategy auto
+    embed_model: str | None = None  # the configured embedding model file, when it is present
+    embed_window: int | None = None  # tokens per vector window of that model (as last used by embed)
 
 
 @dataclass(frozen=True)

@@ -64,11 +64,15 @@ def model_identity(conn: Any, path: str, prompt: PromptFormat) -> ModelIdentity:
             and known.model_mtime_ns == st.st_mtime_ns
         ):
             return ModelIdentity(path, known.model_sha256, st.st_size, st.st_mtime_ns, prompt)
+    return ModelIdentity(path, file_sha256(path), st.st_size, st.st_mtime_ns, prompt)
+
+
+def file_sha256(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(1 << 20):
             digest.update(block)
-    return ModelIdentity(path, digest.hexdigest(), st.st_size, st.st_mtime_ns, prompt)
+    return digest.hexdigest()
 
 
 def pack(vector: Sequence[float]) -> bytes:
@@ -191,6 +195,9 @@ def _run(
 ) -> EmbedReport:
     identity = model_identity(conn, model_path, prompt)
     fingerprint = identity.fingerprint
+    with db.write_lock(conn, index_path, "embed"):
+        # Remember this file's name, size and mtime so later runs and `status` need not hash it.
+        vec.remember_model_file(conn, fingerprint, identity.path, identity.size, identity.mtime_ns)
     embedder: Embedder | None = None
     report = EmbedReport(model_path, fingerprint, prompt.name, 0, 0, [])
     computed = 0

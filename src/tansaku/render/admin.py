@@ -148,24 +148,32 @@ def _status(s: StatusReport) -> list[str]:
         index = f"{s.index_path} ({human_size(s.index_bytes)}, schema {schema})"
     lines = [f"index:  {clean(index)}", f"config: {clean(s.config_path)}", ""]
     if s.collections:
-        rows = [["NAME", "DOCS", "CHUNKED", "CHUNKS", "LAST UPDATE", "PATH"]]
+        rows = [["NAME", "DOCS", "CHUNKED", "CHUNKS", "VECTORS", "LAST UPDATE", "PATH"]]
         rows += [
             [
                 i.collection.name,
                 str(i.documents),
                 str(i.chunked),
                 str(i.chunks),
+                str(i.vectors) + (f" (+{i.stale_vectors} stale)" if i.stale_vectors else ""),
                 when(i.last_update),
                 clean(i.collection.path),
             ]
             for i in s.collections
         ]
-        lines += ["collections:", *("  " + row for row in table(rows, right=frozenset({1, 2, 3})))]
+        lines += ["collections:", *("  " + row for row in table(rows, right=frozenset({1, 2, 3, 4})))]
     else:
         lines.append("collections: (none)")
     if s.contexts:
         lines += ["contexts:", *("  " + line for line in _contexts(list(s.contexts)))]
     lines += ["pending:", *(f"  - {clean(p)}" for p in s.pending)] if s.pending else ["pending: (nothing)"]
+    if s.embed_model:
+        window = f"{s.embed_window}-token windows" if s.embed_window else "not used by embed yet"
+        lines.append(f"embedding model: {clean(s.embed_model)} ({window})")
+    else:
+        lines.append(
+            "embedding model: none on this machine (`tansaku models pull embed` or `models add embed PATH`)"
+        )
     if s.grammars:
         have = [name for name, ok in s.grammars if ok]
         missing = [name for name, ok in s.grammars if not ok]

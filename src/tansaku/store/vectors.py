@@ -81,6 +81,13 @@ def register_model(conn: Any, record: EmbedModelRecord, created_at: str) -> None
     )
 
 
+def remember_model_file(conn: Any, fingerprint: str, path: str, size: int, mtime_ns: int) -> None:
+    conn.execute(
+        "UPDATE embed_models SET model_path = ?, model_size = ?, model_mtime_ns = ? WHERE fingerprint = ?",
+        (path, size, mtime_ns, fingerprint),
+    )
+
+
 def models(conn: Any) -> list[EmbedModelRecord]:
     rows = conn.execute(
         "SELECT fingerprint, model_path, model_sha256, model_size, model_mtime_ns, prompt_format, dims,"
