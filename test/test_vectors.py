@@ -227,3 +227,20 @@ def test_status_reports_vectors_pending_and_window(cli, model, indexed: Path):
     assert any("have no vector yet" in line for line in status["pending"])
     text = cli("status").stdout
     assert "510-token windows" in text
+
+
+@pytest.mark.usefixtures("indexed")
+def test_models_import_converts_a_folder_and_embed_uses_it(cli, tmp_path: Path, monkeypatch):
+    from tansaku.models.convert import find_minilm_package
+
+    monkeypatch.delenv("TANSAKU_EMBED_MODEL", raising=False)
+    monkeypatch.setenv("TANSAKU_MODEL_DIR", str(tmp_path / "models"))
+    result = cli("models", "import", find_minilm_package(), "--name", "minilm", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    assert data["dims"] == 384 and data["source"] == "config"
+    assert embed(cli)["collections"][0]["embedded"] == 13
+    assert cli("vsearch", "restore a file", "--json").json()["results"]
+    refused = cli("models", "import", tmp_path, "--json")
+    assert refused.exit_code == 2
+    assert "BERT" in refused.error()["hint"]

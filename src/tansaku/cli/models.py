@@ -39,6 +39,19 @@ def register(commands: Any) -> None:
     add.add_argument("path", help="a .gguf file")
     _common(add, _add)
 
+    convert = sub.add_parser(
+        "import",
+        help="convert a BERT-family sentence-transformers folder to GGUF and use it for embed (offline)",
+    )
+    convert.add_argument(
+        "folder", help="a sentence-transformers model folder (config.json, model.safetensors, ...)"
+    )
+    convert.add_argument("--name", help="file name in the models folder (default: the folder's name)")
+    convert.add_argument(
+        "--dtype", choices=("f16", "f32"), default="f16", help="weight precision (default f16)"
+    )
+    _common(convert, _import)
+
     path = sub.add_parser("path", help="print the local file of ROLE's model (exit 1 if it is missing)")
     path.add_argument("role", choices=ROLES)
     _common(path, _path)
@@ -148,6 +161,37 @@ def _add(args: argparse.Namespace, out: Output) -> int:
             "message": message,
         }
     )
+    return 0
+
+
+def _import(args: argparse.Namespace, out: Output) -> int:
+    """Only BERT-family models (MiniLM, BGE, E5 and the like): what the converter knows how to map."""
+    from pathlib import Path
+
+    from ..errors import PathNotFound, UsageError
+    from ..models import registry
+    from ..models.convert import convert_sentence_transformer
+
+    folder = Path(args.folder).expanduser()
+    if not folder.is_dir():
+        raise PathNotFound(f"{args.folder!r} is not a folder")
+    target = registry.model_dir() / "imported" / f"{args.name or folder.resolve().name}-{args.dtype}.gguf"
+    try:
+        info = convert_sentence_transformer(folder, target, dtype=args.dtype)
+    except ImportError as exc:
+        raise UsageError(str(exc), hint="pip install 'tansaku[models]'") from exc
+    except (ValueError, FileNotFoundError) as exc:
+        raise UsageError(
+            f"cannot convert {folder}: {exc}",
+            hint="only BERT-family sentence-transformers folders are supported",
+        ) from exc
+    config_path = api_for(args).config_path
+    ref = registry.register("embed", info.out_path, config_path)
+    message = (
+        f"converted {folder} to {info.out_path} ({info.dims} dims, {info.layers} layers,"
+        f" {info.pooling} pooling); embed now uses it (saved in {config_path}). Run `tansaku embed`."
+    )
+    out.render({**_ref_data(ref, info.dims), "sha256": info.sha256, "message": message})
     return 0
 
 
