@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..errors import UsageError
+from ..errors import TansakuError, UsageError
 from ..types import BenchReport, MetricSummary, Notice, QueryOutcome
 from . import metrics
 
@@ -80,7 +80,12 @@ def mode_runners(api: Any) -> dict[str, ModeRunner | None]:
         result = api.search(query, collections=[collection], limit=k)
         return [hit.path for hit in result.hits], [w.code for w in result.warnings]
 
-    return {"search": keyword, "vsearch": None, "query": None}
+    def vector(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
+        # min_score 0: rank metrics judge the order; the default floor would hide low hits.
+        result = api.vsearch(query, collections=[collection], limit=k, min_score=0.0)
+        return [hit.path for hit in result.hits], [w.code for w in result.warnings]
+
+    return {"search": keyword, "vsearch": vector, "query": None}
 
 
 def run_bench(api: Any, set_path: Path, collection: str, modes: Sequence[str], k: int = K) -> BenchReport:
@@ -106,11 +111,17 @@ def run_bench(api: Any, set_path: Path, collection: str, modes: Sequence[str], k
         if runner is None:
             warnings.append(Notice("MODE_UNAVAILABLE", f"mode {mode} is not available in this build yet"))
             continue
+        # Warm-up, one query per kind: one-time costs (a model or a segmenter loading for the
+        # first query) are start-up costs, measured by the benchmarks, not per-query latency.
+        try:
+            for first in {q.kind: q for q in reversed(queries)}.values():
+                runner(first.query, collection, k)
+        except TansakuError as exc:  # no model, no vectors: say so, do not score it as zero
+            warnings.append(
+                Notice("MODE_UNAVAILABLE", f"mode {mode}: {exc.message} ({exc.hint or exc.code})")
+            )
+            continue
         ran.append(mode)
-        # Warm-up, one query per kind: one-time costs (a segmenter loading for the first Chinese
-        # query) are start-up costs, measured by the benchmarks, not per-query latency.
-        for first in {q.kind: q for q in reversed(queries)}.values():
-            runner(first.query, collection, k)
         outcomes.extend(_run_mode(runner, mode, queries, collection, k))
     return BenchReport(
         query_set=str(set_path),
@@ -212,7 +223,7 @@ def reproducibility_record(
         "git": _git_state(),
         "schema_version": SCHEMA_VERSION,
         "chunker_version": None,  # no chunker yet: keyword search ranks whole documents
-        "models": {},  # no model is used by the keyword mode
+        "models": _models_record(api, modes),
         "flags": {"collection": collection, "modes": list(modes), "k": k},
         "corpus": _corpus_record(root, info),
         "query_set": {
@@ -227,6 +238,25 @@ def reproducibility_record(
             "platform": platform.platform(),
         },
         "status": to_data(status),
+    }
+
+
+def _models_record(api: Any, modes: Sequence[str]) -> dict[str, object]:
+    """The model files the measured modes use, with their hashes (keyword search uses none)."""
+    if not set(modes) & {"vsearch", "query"}:
+        return {}
+    from ..index.embed import file_sha256
+    from ..models.registry import resolve
+
+    ref = resolve("embed", api.config_path)
+    if not ref.present:
+        return {"embed": {"reference": ref.reference, "present": False}}
+    return {
+        "embed": {
+            "reference": ref.reference,
+            "path": str(ref.local_path),
+            "sha256": file_sha256(str(ref.local_path)),
+        }
     }
 
 
