@@ -116,6 +116,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--skip-fetch", action="store_true", help="use the corpora already in evals/cache")
+    parser.add_argument(
+        "--embed-model",
+        metavar="GGUF",
+        help="also embed each corpus with this model and measure vsearch (e.g. the MiniLM test model)",
+    )
     parser.add_argument("sets", nargs="*", help="query sets to run (default: every evals/sets/*.jsonl)")
     args = parser.parse_args()
     env = {
@@ -127,10 +132,18 @@ def main() -> None:
     if not args.skip_fetch:
         subprocess.run([sys.executable, str(HERE / "fetch_corpora.py"), "--cache", str(CACHE)], check=True)
     set_paths = [Path(s) for s in args.sets] or sorted(SETS.glob("*.jsonl"))
+    if args.embed_model:
+        env["TANSAKU_EMBED_MODEL"] = str(Path(args.embed_model).resolve())
     for name in sorted({corpus_of(p) for p in set_paths}):
         ensure_collection(name, env)
+        if args.embed_model:
+            embedded = tansaku("embed", "-c", name, env=env)
+            if embedded.returncode != 0:
+                raise SystemExit(f"embedding {name} failed:\n{embedded.stdout}{embedded.stderr}")
     reports = [run_set(p, env) for p in set_paths]
     command = "python evals/run_evals.py" + (" --skip-fetch" if args.skip_fetch else "")
+    if args.embed_model:
+        command += f" --embed-model {Path(args.embed_model).name}"
     (HERE / "RESULTS.md").write_text(markdown(reports, command), encoding="utf-8")
     print(f"wrote {HERE / 'RESULTS.md'} ({len(reports)} sets)")
 
