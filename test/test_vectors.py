@@ -255,3 +255,46 @@ def test_bench_measures_vsearch_and_records_the_model(cli, model):
     assert overall["queries"] == 8 and overall["hit_at_10"] > 0
     assert data["record"]["models"]["embed"]["path"] == str(model)
     assert len(data["record"]["models"]["embed"]["sha256"]) == 64
+
+
+class _FailsOnMarker:
+    """The real MiniLM embedder, refusing any text that contains a marker: a chunk the model
+    cannot embed (here on purpose) must be reported and skipped, not end the run."""
+
+    def __init__(self, inner, marker: str) -> None:
+        self.inner, self.marker = inner, marker
+        self.dims, self.context_tokens = inner.dims, inner.context_tokens
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def embed(self, texts):
+        if any(self.marker in text for text in texts):
+            raise RuntimeError("cannot embed this text")
+        return self.inner.embed(texts)
+
+
+@pytest.mark.usefixtures("indexed")
+def test_a_failing_chunk_is_reported_and_skipped(cli, model, index_path: Path):
+    from tansaku.api import Tansaku
+    from tansaku.index.embed import embed_collections
+    from tansaku.models.embedding import load_embedder
+    from tansaku.models.prompts import PromptFormat
+
+    api = Tansaku()
+    collection = api.config().collections["sample"]
+    real = load_embedder(model)
+    report = embed_collections(
+        index_path, [collection], str(model), PromptFormat("plain"), lambda: _FailsOnMarker(real, "Nightly")
+    )
+    result = report.collections[0]
+    assert result.embedded == 12
+    assert len(result.failed) == 1 and "guides/backups.md#0" in result.failed[0]
+    assert "cannot embed" in result.failed[0]
+    # The failure is remembered: the next run does not retry it forever, the others are done.
+    assert (
+        embed_collections(index_path, [collection], str(model), PromptFormat("plain"), lambda: real)
+        .collections[0]
+        .pending
+        == 0
+    )

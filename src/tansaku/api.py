@@ -385,7 +385,12 @@ class Tansaku:
         return chosen, warnings
 
     def embed(
-        self, collections: Sequence[str] = (), *, force: bool = False, progress: ProgressFactory | None = None
+        self,
+        collections: Sequence[str] = (),
+        *,
+        force: bool = False,
+        progress: ProgressFactory | None = None,
+        verbose: bool = False,
     ) -> EmbedReport:
         """Embed chunks that have no vector for the configured model (all of them with ``force``)."""
         from .index.embed import embed_collections
@@ -402,7 +407,7 @@ class Tansaku:
             chosen,
             str(ref.local_path),
             prompt,
-            lambda: load_embedder(ref.local_path),
+            lambda: load_embedder(ref.local_path, verbose=verbose),
             force=force,
             progress=progress,
         )
@@ -416,6 +421,7 @@ class Tansaku:
         limit: int | None = 5,
         min_score: float = 0.3,
         full: bool = False,
+        verbose: bool = False,
     ) -> SearchResult:
         import time as _time
 
@@ -449,7 +455,7 @@ class Tansaku:
                     hint="run `tansaku embed`"
                     + (" (add -c NAME for one collection)" if len(chosen) > 1 else ""),
                 )
-            embedder = load_embedder(ref.local_path)
+            embedder = load_embedder(ref.local_path, verbose=verbose)
             vector = pack(embedder.embed([prompt.query(query)])[0])
             request = VectorQuery(query, vector, identity.fingerprint, embedder.dims, limit, min_score, full)
             return vsearch(conn, request, pairs, config.contexts, warnings, started)

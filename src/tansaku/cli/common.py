@@ -112,14 +112,32 @@ class DelayedProgress:
             if time.monotonic() - self._started < self.DELAY_S:
                 return
             from rich.console import Console
-            from rich.progress import Progress
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
-            self._bar = Progress(console=Console(stderr=True), transient=True)
+            columns = (
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]}"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+            )
+            self._bar = Progress(*columns, console=Console(stderr=True), transient=True)
             self._bar.start()
         description = f"{phase} {self._label}"
         if self._task is None:
-            self._task = self._bar.add_task(description, total=total)
-        self._bar.update(self._task, completed=done, total=total, description=description)
+            self._task = self._bar.add_task(description, total=total, rate="")
+        speed = self._bar.tasks[-1].speed
+        rate = f"{speed:.1f}/s" if speed else ""
+        self._bar.update(self._task, completed=done, total=total, description=description, rate=rate)
 
     def close(self) -> None:
         if self._bar is not None:

@@ -58,7 +58,9 @@ def register(commands: Any) -> None:
 def _embed(args: argparse.Namespace, out: Output) -> int:
     progress = DelayedProgress(enabled=sys.stdout.isatty() and out.fmt == "cli")
     try:
-        report = api_for(args).embed(args.collections, force=args.force, progress=progress)
+        report = api_for(args).embed(
+            args.collections, force=args.force, progress=progress, verbose=args.verbose
+        )
     finally:
         progress.close()
     out.render(report)
@@ -75,6 +77,7 @@ def _vsearch(args: argparse.Namespace, out: Output) -> int:
         limit=None if args.all else (args.limit or default_limit),
         min_score=args.min_score,
         full=args.full,
+        verbose=args.verbose,
     )
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
     return 0
