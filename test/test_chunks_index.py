@@ -116,8 +116,18 @@ def test_version_1_index_is_migrated_by_update(cli, sample: Path, index_path: Pa
     # Build the index as the previous schema version left it, then let `update` upgrade it.
     assert cli("collection", "add", sample, "--name", "sample").exit_code == 0
     conn = sqlean.connect(str(index_path), isolation_level=None)
-    for table in ("chunks", "chunk_runs", "embed_models", "embeddings", "chunk_vectors", "embed_failures"):
-        conn.execute(f"DROP TABLE {table}")  # what versions 2 and 3 added
+    blank = sqlean.connect(":memory:")
+    MIGRATIONS[0](blank)
+    version_1 = {row[0] for row in blank.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    later = [
+        row[0]
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE TABLE%'"
+        )
+        if row[0] not in version_1
+    ]
+    for table in later:
+        conn.execute(f"DROP TABLE {table}")  # what the later versions added
     conn.execute("PRAGMA user_version = 1")
     conn.close()
     assert cli("search", "restore", "--json").error()["code"] == "INDEX_SCHEMA_MISMATCH"

@@ -37,40 +37,51 @@ def pending_texts(conn: Any, collection: Collection, params: ChunkParams) -> dic
     return {h: p for h, p in by_hash.items() if h not in done}
 
 
+def chunk_one(
+    conn: Any, content_hash: str, path: str, text: str, params: ChunkParams, summary: ChunkingSummary
+) -> None:
+    """Chunk one text and store its chunks. The caller holds the write transaction."""
+    result = chunk_text(text, path, params)
+    chunk_store.replace_chunks(
+        conn,
+        content_hash,
+        params.fingerprint(),
+        result.strategy_used,
+        result.warnings,
+        [
+            chunk_store.StoredChunk(
+                seq=c.seq,
+                start_line=c.start_line,
+                end_line=c.end_line,
+                start_char=c.start_char,
+                end_char=c.end_char,
+                start_byte=c.start_byte,
+                end_byte=c.end_byte,
+                tokens=c.tokens,
+                heading_path=c.heading_path,
+                oversized=c.oversized,
+            )
+            for c in result.chunks
+        ],
+    )
+    summary.documents += 1
+    summary.chunks += len(result.chunks)
+    summary.warnings.extend(f"{path}: {w}" for w in result.warnings)
+
+
 def chunk_collection(
-    conn: Any, collection: Collection, params: ChunkParams, progress: Progress | None = None
+    conn: Any,
+    collection: Collection,
+    params: ChunkParams,
+    progress: Progress | None = None,
+    summary: ChunkingSummary | None = None,
 ) -> ChunkingSummary:
-    """Chunk what is pending. The caller holds the write transaction."""
-    summary = ChunkingSummary()
-    fingerprint = params.fingerprint()
+    """Chunk the texts still pending (the update chunks new texts as it stores them, so this is
+    for texts kept from before, e.g. after a strategy change). The caller holds the transaction."""
+    summary = summary or ChunkingSummary()
     pending = pending_texts(conn, collection, params)
     for done, (content_hash, path) in enumerate(pending.items(), start=1):
         if progress and done % 100 == 0:
             progress(done, len(pending), "chunking")
-        result = chunk_text(store.body(conn, content_hash), path, params)
-        chunk_store.replace_chunks(
-            conn,
-            content_hash,
-            fingerprint,
-            result.strategy_used,
-            result.warnings,
-            [
-                chunk_store.StoredChunk(
-                    seq=c.seq,
-                    start_line=c.start_line,
-                    end_line=c.end_line,
-                    start_char=c.start_char,
-                    end_char=c.end_char,
-                    start_byte=c.start_byte,
-                    end_byte=c.end_byte,
-                    tokens=c.tokens,
-                    heading_path=c.heading_path,
-                    oversized=c.oversized,
-                )
-                for c in result.chunks
-            ],
-        )
-        summary.documents += 1
-        summary.chunks += len(result.chunks)
-        summary.warnings.extend(f"{path}: {w}" for w in result.warnings)
+        chunk_one(conn, content_hash, path, store.body(conn, content_hash), params, summary)
     return summary

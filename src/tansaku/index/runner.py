@@ -21,7 +21,7 @@ from ..store.migrations import migrate
 from ..store.vectors import prune_if_present as prune_vectors
 from ..types import Collection, CollectionUpdate, UpdateReport
 from . import update as indexing
-from .chunks import chunk_collection, params_for
+from .chunks import ChunkingSummary, chunk_collection, params_for
 from .hooks import run_hook
 from .progress import ProgressFactory
 
@@ -77,8 +77,9 @@ def _one(
         try:
             with db.write_lock(conn, index_path, f"update {collection.name}"):
                 work = indexing.plan(conn, collection, max_file_bytes, callback)
-                indexing.apply(conn, collection, work, callback)
-                chunking = chunk_collection(conn, collection, params_for(collection), callback)
+                chunking = ChunkingSummary()
+                indexing.apply(conn, collection, work, callback, chunking)
+                chunk_collection(conn, collection, params_for(collection), callback, chunking)
                 # Re-chunked or removed texts leave vectors behind: unlink them (embed reuses or drops them).
                 prune_vectors(conn, keep_unlinked=True)
         except db.DatabaseError as exc:

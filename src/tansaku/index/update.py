@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..chunking import ChunkParams
 from ..config.masks import MaskMatcher, expand_masks
 from ..paths import is_within
 from ..sources.reader import INDEXER_VERSION, ReadDocument, line_count, read_document
@@ -22,6 +23,7 @@ from ..store import chunks as chunk_store
 from ..store import documents as store
 from ..text.cjk import segment
 from ..types import Collection, CollectionUpdate, SkippedFile
+from .chunks import ChunkingSummary, chunk_one, params_for
 from .progress import Progress
 
 
@@ -141,7 +143,14 @@ def _stored(collection: str, item: FoundFile, doc: ReadDocument, indexed_at: str
     )
 
 
-def _insert(conn: object, collection: str, item: FoundFile, doc: ReadDocument, indexed_at: str) -> None:
+def _insert(
+    conn: object,
+    collection: str,
+    item: FoundFile,
+    doc: ReadDocument,
+    indexed_at: str,
+    chunking: _Chunking | None = None,
+) -> None:
     segmented = segment(doc.text)
     store.put_content(conn, doc.content_hash, doc.text)
     store.insert_document(
@@ -152,17 +161,40 @@ def _insert(conn: object, collection: str, item: FoundFile, doc: ReadDocument, i
         segment(doc.title),
         segmented,
     )
+    if chunking is not None and doc.content_hash not in chunking.done:
+        # Chunk while the text is in memory rather than reading it back afterwards.
+        chunk_one(conn, doc.content_hash, item.rel_path, doc.text, chunking.params, chunking.summary)
+        chunking.done.add(doc.content_hash)
 
 
-def apply(conn: object, collection: Collection, work: _Plan, progress: Progress | None = None) -> None:
-    """Write a plan. The caller holds the write transaction."""
+@dataclass
+class _Chunking:
+    params: ChunkParams
+    summary: ChunkingSummary
+    done: set[str]  # texts that already have chunks for these parameters
+
+
+def apply(
+    conn: object,
+    collection: Collection,
+    work: _Plan,
+    progress: Progress | None = None,
+    summary: ChunkingSummary | None = None,
+) -> None:
+    """Write a plan, chunking new texts on the way (into ``summary``). The caller holds the
+    write transaction."""
     indexed_at = now_iso()
+    chunking = None
+    if summary is not None:
+        params = params_for(collection)
+        new = [doc.content_hash for _, doc in work.add] + [doc.content_hash for _, _, doc in work.change]
+        chunking = _Chunking(params, summary, chunk_store.chunked_hashes(conn, params.fingerprint(), new))
     total = len(work.change) + len(work.add)
     for old in work.remove:
         store.delete_document(conn, old.id)
     for old, item, doc in work.change:
         store.delete_document(conn, old.id)
-        _insert(conn, collection.name, item, doc, indexed_at)
+        _insert(conn, collection.name, item, doc, indexed_at, chunking)
     for old, item in work.touch:
         store.touch_document(conn, old.id, item.size, item.mtime_ns)
     for old, item in work.move:
@@ -171,7 +203,7 @@ def apply(conn: object, collection: Collection, work: _Plan, progress: Progress 
             conn, old.id, item.rel_path, fts_path(item.rel_path), item.size, item.mtime_ns, indexed_at
         )
     for done, (item, doc) in enumerate(work.add, start=len(work.change) + 1):
-        _insert(conn, collection.name, item, doc, indexed_at)
+        _insert(conn, collection.name, item, doc, indexed_at, chunking)
         if progress and done % 100 == 0:
             progress(done, total, "writing")
     if work.remove or work.change:

@@ -30,6 +30,7 @@ _UNDERLINED = re.compile(
 # Bump when what is derived from a file (title, segmentation, FTS columns) changes for the same
 # bytes: `update` then re-reads every file of a collection indexed by an older version.
 INDEXER_VERSION = 2
+TITLE_SEARCH_CHARS = 16_384
 # Only prose formats have headings; in code a "# comment" or a docstring closed by '"""' is not
 # a title, so code files are titled by their name.
 PROSE_SUFFIXES = frozenset({"", ".md", ".markdown", ".mdx", ".rst", ".txt", ".text", ".adoc", ".org"})
@@ -96,7 +97,11 @@ def extract_title(text: str, rel_path: str) -> str:
             title = _unquote(found.group(1))
             if title:
                 return title
-    found = [m for m in (_HEADING.search(text, body_start), _UNDERLINED.search(text, body_start)) if m]
+    # A title is near the top: looking further only costs time on long files without headings.
+    end = body_start + TITLE_SEARCH_CHARS
+    found = [
+        m for m in (_HEADING.search(text, body_start, end), _UNDERLINED.search(text, body_start, end)) if m
+    ]
     if found:
         first = min(found, key=lambda m: m.start())
         title = first.group(1).strip()

@@ -52,8 +52,9 @@ def replace_chunks(
     chunks: Sequence[StoredChunk],
 ) -> None:
     """Store one text's chunks, dropping chunks of the same text made with other parameters."""
-    conn.execute("DELETE FROM chunks WHERE hash = ?", (content_hash,))
-    conn.execute("DELETE FROM chunk_runs WHERE hash = ?", (content_hash,))
+    if conn.execute("SELECT 1 FROM chunk_runs WHERE hash = ? LIMIT 1", (content_hash,)).fetchone():
+        conn.execute("DELETE FROM chunks WHERE hash = ?", (content_hash,))
+        conn.execute("DELETE FROM chunk_runs WHERE hash = ?", (content_hash,))
     conn.execute(
         "INSERT INTO chunk_runs (hash, params, strategy_used, warnings, chunk_count) VALUES (?, ?, ?, ?, ?)",
         (content_hash, params, strategy_used, json.dumps(list(warnings), ensure_ascii=False), len(chunks)),
