@@ -140,6 +140,7 @@ class CollectionUpdate:
     chunked: int = 0  # texts chunked in this run (unchanged texts keep their chunks)
     chunks: int = 0  # chunks those texts produced
     chunk_warnings: list[str] = field(default_factory=list)  # e.g. grammar missing, fell back to regex
+    chunk_ms: float = 0.0  # time spent chunking and storing chunks
     failed: str | None = None  # why this collection was not updated
 
 

@@ -6,6 +6,7 @@ costs nothing and a parameter change (strategy, chunker version) re-chunks exact
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,14 @@ class ChunkingSummary:
     documents: int = 0  # texts chunked in this run
     chunks: int = 0
     warnings: list[str] = field(default_factory=list)  # "path: warning"
+    seconds: float = 0.0  # time spent chunking and storing chunks
+    writer: chunk_store.ChunkWriter | None = None
+
+    def flush(self) -> None:
+        if self.writer is not None:
+            started = time.perf_counter()
+            self.writer.flush()
+            self.seconds += time.perf_counter() - started
 
 
 def params_for(collection: Collection, strategy: str | None = None) -> ChunkParams:
@@ -40,10 +49,13 @@ def pending_texts(conn: Any, collection: Collection, params: ChunkParams) -> dic
 def chunk_one(
     conn: Any, content_hash: str, path: str, text: str, params: ChunkParams, summary: ChunkingSummary
 ) -> None:
-    """Chunk one text and store its chunks. The caller holds the write transaction."""
+    """Chunk one text and queue its chunks (``summary.flush()`` stores the rest). The caller holds
+    the write transaction."""
+    started = time.perf_counter()
     result = chunk_text(text, path, params)
-    chunk_store.replace_chunks(
-        conn,
+    if summary.writer is None:
+        summary.writer = chunk_store.ChunkWriter(conn)
+    summary.writer.add(
         content_hash,
         params.fingerprint(),
         result.strategy_used,
@@ -67,6 +79,7 @@ def chunk_one(
     summary.documents += 1
     summary.chunks += len(result.chunks)
     summary.warnings.extend(f"{path}: {w}" for w in result.warnings)
+    summary.seconds += time.perf_counter() - started
 
 
 def chunk_collection(
@@ -84,4 +97,5 @@ def chunk_collection(
         if progress and done % 100 == 0:
             progress(done, len(pending), "chunking")
         chunk_one(conn, content_hash, path, store.body(conn, content_hash), params, summary)
+    summary.flush()
     return summary

@@ -89,6 +89,7 @@ def _one(
     if not dry_run:
         result.chunked, result.chunks = chunking.documents, chunking.chunks
         result.chunk_warnings = chunking.warnings
+        result.chunk_ms = chunking.seconds * 1000
     if dry_run and run_hooks and collection.update:
         result.hook_pending = collection.update
     return result

@@ -206,6 +206,8 @@ def apply(
         _insert(conn, collection.name, item, doc, indexed_at, chunking)
         if progress and done % 100 == 0:
             progress(done, total, "writing")
+    if chunking is not None:
+        chunking.summary.flush()
     if work.remove or work.change:
         store.prune_content(conn)
         chunk_store.prune_chunks(conn)
