@@ -132,6 +132,8 @@ def main() -> None:
     if not args.skip_fetch:
         subprocess.run([sys.executable, str(HERE / "fetch_corpora.py"), "--cache", str(CACHE)], check=True)
     set_paths = [Path(s) for s in args.sets] or sorted(SETS.glob("*.jsonl"))
+    # Upgrades an index made by an older tansaku (read-only commands refuse to).
+    tansaku("update", env=env)
     if args.embed_model:
         env["TANSAKU_EMBED_MODEL"] = str(Path(args.embed_model).resolve())
     for name in sorted({corpus_of(p) for p in set_paths}):

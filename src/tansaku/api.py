@@ -143,8 +143,12 @@ class Tansaku:
         config = self.config()
         if not self.index_path.exists():
             return [CollectionInfo(c, 0, None) for c in config.collection_list()]
-        with self._reader() as conn:
-            return self._infos(conn, config)
+        try:
+            with self._reader() as conn:
+                return self._infos(conn, config)
+        except IndexSchemaMismatch:
+            # The list comes from the config; counts wait for `update` to upgrade the index.
+            return [CollectionInfo(c, 0, None) for c in config.collection_list()]
 
     def _infos(self, conn: db.Connection, config: settings.Config) -> list[CollectionInfo]:
         from .index.chunks import params_for

@@ -21,6 +21,7 @@ def register(commands: Any) -> None:
     embed.add_argument(
         "-f", "--force", action="store_true", help="recompute every vector of these collections"
     )
+    embed.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's own log lines")
     add_index_option(embed)
     add_format_options(embed, ("cli", "json"))
     embed.set_defaults(handler=_embed)
@@ -50,6 +51,7 @@ def register(commands: Any) -> None:
     vsearch.add_argument(
         "--full-path", action="store_true", help="show disk paths instead of tansaku:// paths"
     )
+    vsearch.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's own log lines")
     add_index_option(vsearch)
     add_format_options(vsearch)
     vsearch.set_defaults(handler=_vsearch)

@@ -371,3 +371,229 @@ def _skip_array(f: BinaryIO, size: int) -> None:
         raise ValueError(f"unsupported array type {kind}")
     if f.tell() > size:
         raise ValueError("an array runs past the end of the file")
+
+
+# -- text generation and yes/no scoring ----------------------------------------------------
+
+__all__ += ["LlamaGenerator", "LlamaYesNoScorer", "file_sha256"]
+
+GENERATION_WINDOW = 2048
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file, read in blocks: the model identity that caches are keyed by."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _load_causal(path: str, *, n_ctx: int, n_threads: int | None, verbose: bool) -> tuple[Any, Any, float]:
+    """(llama_cpp, Llama, load seconds) for a decoder model; errors as for LlamaEmbedder."""
+    llama_cpp = _import_llama_cpp()
+    meta = read_gguf_metadata(Path(path))
+    family = str(meta.get("general.architecture", ""))
+    if not family:
+        raise ValueError(f"{path}: GGUF file has no general.architecture")
+    if meta.get(f"{family}.pooling_type") == _POOLING_RANK:
+        raise ValueError(f"{path} is a rank-pooling reranker, not a text generation model")
+    trained = meta.get(f"{family}.context_length")
+    if isinstance(trained, int) and trained > 0:
+        n_ctx = min(n_ctx, trained)
+    threads = n_threads or os.cpu_count() or 1
+    _LOG_SINK.echo = verbose
+    _LOG_SINK.recent.clear()
+    started = time.perf_counter()
+    try:
+        llm = llama_cpp.Llama(
+            model_path=path,
+            n_ctx=n_ctx,
+            n_threads=threads,
+            n_threads_batch=threads,
+            # Only the last position's logits are ever read; all-position logits cost memory.
+            logits_all=False,
+            verbose=verbose,
+        )
+    except (ValueError, RuntimeError) as exc:
+        said = _LOG_SINK.last_error()
+        raise ValueError(f"{path} could not be loaded by llama.cpp" + (f": {said}" if said else "")) from exc
+    return llama_cpp, llm, time.perf_counter() - started
+
+
+class _CausalModel:
+    """Shared lifetime and identity of the generator and the scorer."""
+
+    _llm: Any
+    _path: str
+    _closed: bool
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @cached_property
+    def model_sha256(self) -> str:
+        return file_sha256(self._path)
+
+    @property
+    def context_tokens(self) -> int:
+        # llama.cpp may round the window up (128 becomes 256) while llama-cpp-python's token
+        # buffer keeps the requested size: the smaller one is the real limit.
+        return min(int(self._llm.n_ctx()), len(self._llm.input_ids))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the model is closed")
+
+    def close(self) -> None:
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        self._llm.close()
+
+    def __del__(self) -> None:
+        # At interpreter exit llama_cpp may already be torn down; the process frees everything anyway.
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+class LlamaGenerator(_CausalModel):
+    """Plain-text completion from a GGUF decoder model (no chat template: the caller owns the prompt).
+
+    Greedy, hence deterministic for one build, at temperature 0. Not thread-safe.
+    """
+
+    def __init__(
+        self, path: str | Path, *, n_ctx: int = GENERATION_WINDOW, n_threads: int | None = None,
+        verbose: bool = False,
+    ) -> None:  # fmt: skip
+        self._path = str(path)
+        self._llama_cpp, self._llm, self.load_seconds = _load_causal(
+            self._path, n_ctx=n_ctx, n_threads=n_threads, verbose=verbose
+        )
+        self._closed = False
+        self.last_tokens = 0  # tokens produced by the latest generate(), for throughput figures
+
+    def generate(
+        self, prompt: str, *, max_tokens: int, temperature: float = 0.0, seed: int = 0,
+        stop: Sequence[str] = (),
+    ) -> str:  # fmt: skip
+        """The completion of ``prompt``: at most ``max_tokens`` tokens, cut before any ``stop`` string.
+
+        A prompt too long for the window raises ValueError.
+        """
+        self._check_open()
+        if max_tokens < 1:
+            raise ValueError("max_tokens must be at least 1")
+        # Forget the previous prompt: reusing its KV-cache prefix could change rounding, and so
+        # greedy choices, between a first and a repeated call.
+        self._llm.reset()
+        result = self._llm.create_completion(
+            prompt,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            repeat_penalty=1.0,
+            stop=list(stop),
+            stream=False,
+        )
+        self.last_tokens = int(result["usage"]["completion_tokens"])
+        return str(result["choices"][0]["text"])
+
+    def __enter__(self) -> LlamaGenerator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# Spellings of the answer words that the judgement prompt may be continued with; each one that is
+# a single token counts towards its answer.
+_YES_SPELLINGS = (" yes", " Yes", "yes", "Yes", " YES")
+_NO_SPELLINGS = (" no", " No", "no", "No", " NO")
+
+YES_NO_PROMPT = (
+    "Judge whether the document is relevant to the search query. Answer only yes or no.\n"
+    "Query: {query}\n"
+    "Document: {document}\n"
+    "Relevant:"
+)
+
+
+class LlamaYesNoScorer(_CausalModel):
+    """Relevance in 0..1 as P(yes) against P(no) for the token after a judgement prompt.
+
+    One forward pass per document, no sampling. Documents too long for the window are cut at
+    the token level. Not thread-safe.
+    """
+
+    prompt_version = 1
+
+    def __init__(
+        self, path: str | Path, *, n_ctx: int = GENERATION_WINDOW, n_threads: int | None = None,
+        verbose: bool = False,
+    ) -> None:  # fmt: skip
+        self._path = str(path)
+        self._llama_cpp, self._llm, self.load_seconds = _load_causal(
+            self._path, n_ctx=n_ctx, n_threads=n_threads, verbose=verbose
+        )
+        self._closed = False
+        self._yes = self._single_tokens(_YES_SPELLINGS)
+        self._no = self._single_tokens(_NO_SPELLINGS)
+        if not self._yes or not self._no:
+            self.close()
+            raise ValueError(f"{self._path}: the vocabulary has no single token for yes or no")
+
+    def _single_tokens(self, spellings: Sequence[str]) -> list[int]:
+        found: list[int] = []
+        for spelling in spellings:
+            tokens = self._llm.tokenize(spelling.encode("utf-8"), add_bos=False, special=False)
+            if len(tokens) == 1 and tokens[0] not in found:
+                found.append(int(tokens[0]))
+        return found
+
+    def score(self, query: str, document: str) -> float:
+        """P(yes) normalised over yes and no, in [0, 1]."""
+        import numpy as np
+
+        self._check_open()
+        tokens = self._prompt_tokens(query, document)
+        llm = self._llm
+        llm.reset()
+        llm.eval(tokens)
+        # With logits_all=False llama-cpp-python no longer copies logits into Llama.scores, so
+        # read the last output position straight from the context.
+        pointer = self._llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+        if not pointer:
+            raise RuntimeError("llama.cpp returned no logits")
+        logits = np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).astype(np.float64)
+        yes = _logsumexp(logits[self._yes])
+        no = _logsumexp(logits[self._no])
+        return float(1.0 / (1.0 + np.exp(no - yes)))
+
+    def _prompt_tokens(self, query: str, document: str) -> list[int]:
+        def encode(text: str, bos: bool) -> list[int]:
+            return list(self._llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False))
+
+        head, tail = YES_NO_PROMPT.split("{document}")
+        head_tokens = encode(head.format(query=query), True)
+        tail_tokens = encode(tail, False)
+        doc_tokens = encode(document, False)
+        room = self.context_tokens - len(head_tokens) - len(tail_tokens)
+        if room < 1:
+            raise ValueError("the query is too long for the scorer's window")
+        return head_tokens + doc_tokens[:room] + tail_tokens
+
+    def __enter__(self) -> LlamaYesNoScorer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _logsumexp(values: Any) -> float:
+    import numpy as np
+
+    top = float(np.max(values))
+    return top + float(np.log(np.sum(np.exp(values - top))))

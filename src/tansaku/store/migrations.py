@@ -133,6 +133,19 @@ CREATE TABLE embed_failures (
 ) WITHOUT ROWID;
 """
 
+# Results of the local language models (query expansions, rerank scores), keyed by everything
+# that decides them (model file hash, prompt version, input), so a repeated query costs no
+# generation. It is derived data: any row may be deleted at any time.
+_V4 = """
+CREATE TABLE llm_cache (
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (kind, key)
+) WITHOUT ROWID;
+"""
+
 Migration = Callable[[Any], None]
 
 
@@ -145,7 +158,7 @@ def _script(sql: str) -> Migration:
     return run
 
 
-MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3)]
+MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4)]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

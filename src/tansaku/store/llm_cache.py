@@ -1,0 +1,93 @@
+"""Cache of local language model results (expansions, rerank scores) in the index's ``llm_cache``.
+
+Values are JSON. The cache is an optimisation only: a read or write that fails (a read-only or
+locked index, an index from before the table existed) counts as a miss or is skipped, never an
+error for the query that wanted it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlean as sqlite3
+
+__all__ = ["LlmCache", "cache_key"]
+
+# SQLite's default limit on bound parameters is far above this; batches keep statements short.
+_BATCH = 500
+
+
+def cache_key(*parts: str) -> str:
+    """A fixed-length key for ``parts``, unambiguous however the parts are split."""
+    return hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+class LlmCache:
+    """get/put of JSON values by (kind, key) on an open index connection."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self.write_failures = 0  # puts that were skipped because the index refused them
+
+    def get(self, kind: str, key: str) -> Any | None:
+        return self.get_many(kind, [key]).get(key)
+
+    def get_many(self, kind: str, keys: Sequence[str]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        unique = list(dict.fromkeys(keys))
+        try:
+            for start in range(0, len(unique), _BATCH):
+                batch = unique[start : start + _BATCH]
+                marks = ",".join("?" * len(batch))
+                rows = self._conn.execute(
+                    f"SELECT key, value FROM llm_cache WHERE kind = ? AND key IN ({marks})",
+                    [kind, *batch],
+                ).fetchall()
+                for key, value in rows:
+                    found[key] = json.loads(value)
+        except (sqlite3.DatabaseError, ValueError):
+            return found
+        return found
+
+    def put(self, kind: str, key: str, value: Any) -> None:
+        self.put_many(kind, [(key, value)])
+
+    def put_many(self, kind: str, items: Iterable[tuple[str, Any]]) -> None:
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        rows = [(kind, key, json.dumps(value, ensure_ascii=False), now) for key, value in items]
+        if not rows:
+            return
+        try:
+            # One statement per row inside one transaction: a single fsync, and no partial batch.
+            with _transaction(self._conn):
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO llm_cache (kind, key, value, created_at) VALUES (?, ?, ?, ?)",
+                    rows,
+                )
+        except sqlite3.DatabaseError:
+            self.write_failures += 1
+
+
+class _transaction:
+    """BEGIN/COMMIT for an autocommit (isolation_level=None) connection; joins an open transaction."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._own = False
+
+    def __enter__(self) -> None:
+        if not self._conn.in_transaction:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._own = True
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if not self._own:
+            return
+        if exc_type is None:
+            self._conn.execute("COMMIT")
+        else:
+            self._conn.execute("ROLLBACK")

@@ -1,0 +1,354 @@
+"""Generation, query expansion, yes/no reranking and the LLM cache, with a real (base) model.
+
+Gemma 3 270M is a base model: these tests check the plumbing (shapes, ranges, determinism,
+caching, fallbacks), never whether an expansion or a judgement is any good.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tansaku.models import generate as gen_mod
+from tansaku.models import rerank as rerank_mod
+from tansaku.models.generate import Expansion, expand_query, parse_expansion
+from tansaku.models.rerank import blend, rerank
+from tansaku.store import db
+from tansaku.store.llm_cache import LlmCache
+
+from .gemma_fixture import gemma_gguf, requires_gemma
+from .models_fixture import requires_llama
+
+QUERY = "how to repair a bicycle puncture"
+# One thread: with all cores busy llama.cpp's threads wait on each other, and a single competing
+# process (another test run) made two threads 20x slower than one (1.9 against 41 tokens/s).
+THREADS = 1
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Iterator[LlmCache]:
+    conn = db.open_write(tmp_path / "i.sqlite")
+    yield LlmCache(conn)
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def generator() -> Iterator[Any]:
+    from tansaku.models.llama import LlamaGenerator
+
+    with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
+def scorer() -> Iterator[Any]:
+    from tansaku.models.llama import LlamaYesNoScorer
+
+    with LlamaYesNoScorer(gemma_gguf(), n_threads=THREADS) as model:
+        yield model
+
+
+class CountingGenerator:
+    """Wraps a generator (or a fixed reply) and counts generate() calls."""
+
+    def __init__(self, inner: Any = None, reply: str | None = None, error: Exception | None = None) -> None:
+        self.inner, self.reply, self.error = inner, reply, error
+        self.calls = 0
+
+    @property
+    def model_sha256(self) -> str:
+        return self.inner.model_sha256 if self.inner is not None else "fixed-reply-model"
+
+    def generate(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        seed: int = 0,
+        stop: Sequence[str] = (),
+    ) -> str:
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        if self.reply is not None:
+            return self.reply
+        return str(
+            self.inner.generate(prompt, max_tokens=max_tokens, temperature=temperature, seed=seed, stop=stop)
+        )
+
+
+class CountingScorer:
+    def __init__(self, inner: Any = None, error: Exception | None = None) -> None:
+        self.inner, self.error = inner, error
+        self.calls = 0
+        self.prompt_version = inner.prompt_version if inner is not None else 1
+
+    @property
+    def model_sha256(self) -> str:
+        return self.inner.model_sha256 if self.inner is not None else "no-model"
+
+    def score(self, query: str, document: str) -> float:
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        return float(self.inner.score(query, document))
+
+
+# -- generation ----------------------------------------------------------------------------
+
+
+@requires_gemma
+def test_generation_is_deterministic_at_temperature_zero(generator: Any) -> None:
+    prompt = "A short list of fruits: apple, banana,"
+    first = generator.generate(prompt, max_tokens=24)
+    second = generator.generate(prompt, max_tokens=24)
+    assert first == second
+    assert first.strip()
+
+
+@requires_gemma
+def test_generation_respects_max_tokens(generator: Any) -> None:
+    text = generator.generate("Once upon a time", max_tokens=5)
+    assert 1 <= generator.last_tokens <= 5
+    assert len(generator._llm.tokenize(text.encode("utf-8"), add_bos=False)) <= 6  # re-tokenising may split
+    with pytest.raises(ValueError):
+        generator.generate("Once upon a time", max_tokens=0)
+
+
+@requires_gemma
+def test_generation_stops_before_a_stop_string(generator: Any) -> None:
+    text = generator.generate("1, 2, 3, 4, 5, 6, 7, 8,", max_tokens=16, stop=["7"])
+    assert "7" not in text
+
+
+@requires_gemma
+def test_loading_and_generating_print_nothing(capfd: pytest.CaptureFixture[str]) -> None:
+    from tansaku.models.llama import LlamaGenerator, LlamaYesNoScorer
+
+    capfd.readouterr()
+    with LlamaGenerator(gemma_gguf()) as model:
+        model.generate("Hello", max_tokens=3)
+    with LlamaYesNoScorer(gemma_gguf()) as judge:
+        judge.score("greeting", "Hello there")
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err == ""
+
+
+@requires_gemma
+def test_closed_generator_refuses(tmp_path: Path) -> None:
+    from tansaku.models.llama import LlamaGenerator
+
+    model = LlamaGenerator(gemma_gguf(), n_threads=THREADS)
+    model.close()
+    model.close()  # twice is harmless
+    with pytest.raises(RuntimeError, match="closed"):
+        model.generate("x", max_tokens=1)
+
+
+@requires_llama
+def test_generator_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    from tansaku.models.llama import LlamaGenerator
+
+    with pytest.raises(FileNotFoundError):
+        LlamaGenerator(tmp_path / "absent.gguf")
+
+
+# -- expansion -----------------------------------------------------------------------------
+
+
+def test_parse_keeps_typed_lines_only_deduplicated_and_capped() -> None:
+    text = "\n".join(
+        [
+            "lex: bike tyre patch",
+            "  LEX :  bike   tyre patch ",  # a duplicate once spaces and case are normalised
+            "lex: inner tube repair",
+            "lex: How to repair a bicycle puncture",  # the query itself adds nothing
+            "lex: puncture kit",
+            "lex: fourth keyword line",  # over the cap of three
+            "vec: how do I fix a flat tyre on my bike",
+            "some chatter the model added",
+            "hyde: Remove the wheel, find the hole and glue a patch over it.",
+            "hyde:   ",
+            "vec: how often should I feed a sourdough starter",  # copied from the prompt's example
+            "Query: another invented example",
+            "lex: belongs to the invented example",
+        ]
+    )
+    parsed = parse_expansion(text, QUERY)
+    assert parsed == {
+        "lex": ["bike tyre patch", "inner tube repair", "puncture kit"],
+        "vec": ["how do I fix a flat tyre on my bike"],
+        "hyde": ["Remove the wheel, find the hole and glue a patch over it."],
+    }
+
+
+def test_expansion_keeps_the_query_first(cache: LlmCache) -> None:
+    fixed = CountingGenerator(reply="lex: tyre patch\nvec: fixing a flat bike tyre\nhyde: Glue the patch.\n")
+    result = expand_query(QUERY, fixed, cache)
+    assert result == Expansion(
+        query=QUERY,
+        lex=[QUERY, "tyre patch"],
+        vec=[QUERY, "fixing a flat bike tyre"],
+        hyde=["Glue the patch."],
+    )
+
+
+def test_no_generator_falls_back_with_unavailable(cache: LlmCache) -> None:
+    result = expand_query(QUERY, None, cache)
+    assert result.fallback
+    assert (result.lex, result.vec, result.hyde) == ([QUERY], [QUERY], [])
+    assert [w.code for w in result.warnings] == [gen_mod.EXPANSION_UNAVAILABLE]
+
+
+def test_junk_output_falls_back_with_empty_and_is_cached(cache: LlmCache) -> None:
+    junk = CountingGenerator(reply="The weather is nice today.\nQuery: lex: not a line start\n")
+    for _ in range(2):
+        result = expand_query(QUERY, junk, cache)
+        assert result.fallback
+        assert (result.lex, result.vec, result.hyde) == ([QUERY], [QUERY], [])
+        assert [w.code for w in result.warnings] == [gen_mod.EXPANSION_EMPTY]
+    assert junk.calls == 1
+
+
+def test_generation_error_falls_back_and_is_not_cached(cache: LlmCache) -> None:
+    broken = CountingGenerator(error=RuntimeError("llama_decode returned -1"))
+    for _ in range(2):
+        result = expand_query(QUERY, broken, cache)
+        assert result.fallback
+        assert [w.code for w in result.warnings] == [gen_mod.EXPANSION_FAILED]
+        assert "llama_decode" in result.warnings[0].message
+    assert broken.calls == 2
+
+
+def test_expansion_works_without_a_cache() -> None:
+    fixed = CountingGenerator(reply="vec: flat tyre fix\n")
+    assert expand_query(QUERY, fixed, None).vec == [QUERY, "flat tyre fix"]
+
+
+@requires_gemma
+def test_real_expansion_has_the_typed_shape_and_is_cached(generator: Any, cache: LlmCache) -> None:
+    counting = CountingGenerator(generator)
+    first = expand_query(QUERY, counting, cache)
+    assert counting.calls == 1
+    assert first.lex[0] == QUERY and first.vec[0] == QUERY
+    assert len(first.lex) <= 4 and len(first.vec) <= 4 and len(first.hyde) <= 3
+    assert all(isinstance(s, str) and s.strip() == s and s for s in first.lex + first.vec + first.hyde)
+    if first.fallback:  # a base model may produce nothing usable; that must be the clean fallback
+        assert [w.code for w in first.warnings] == [gen_mod.EXPANSION_EMPTY]
+    else:
+        assert first.warnings == [] and not first.cached
+
+    second = expand_query(QUERY, counting, cache)
+    assert counting.calls == 1  # answered from the index
+    assert (second.lex, second.vec, second.hyde, second.fallback) == (
+        first.lex,
+        first.vec,
+        first.hyde,
+        first.fallback,
+    )
+    assert second.cached or second.fallback
+
+
+# -- reranking -----------------------------------------------------------------------------
+
+DOCS = [
+    ("a", "To fix a puncture, remove the tyre, find the hole in the inner tube and apply a patch."),
+    ("b", "The stock market closed higher on Friday after strong earnings reports."),
+    ("c", "To fix a puncture, remove the tyre, find the hole in the inner tube and apply a patch."),
+]
+
+
+@requires_gemma
+def test_yes_no_scores_are_probabilities_and_deterministic(scorer: Any) -> None:
+    scores = [scorer.score(QUERY, text) for _, text in DOCS]
+    assert all(0.0 <= s <= 1.0 and math.isfinite(s) for s in scores)
+    assert [scorer.score(QUERY, text) for _, text in DOCS] == scores
+    assert scores[0] == scores[2]
+
+
+@requires_gemma
+def test_scorer_cuts_a_document_longer_than_the_window() -> None:
+    from tansaku.models.llama import LlamaYesNoScorer
+
+    # A small window keeps the full forward pass cheap (llama.cpp may round it up).
+    with LlamaYesNoScorer(gemma_gguf(), n_ctx=128, n_threads=THREADS) as small:
+        assert small.context_tokens < 1000
+        assert 0.0 <= small.score(QUERY, "puncture repair " * 500) <= 1.0
+        with pytest.raises(ValueError, match="too long"):
+            small.score("query " * 1000, "short")
+
+
+@requires_gemma
+def test_rerank_scores_in_order_and_caches(scorer: Any, cache: LlmCache) -> None:
+    counting = CountingScorer(scorer)
+    first = rerank(QUERY, DOCS, counting, cache)
+    assert [cid for cid, _ in first.scores] == ["a", "b", "c"]
+    assert first.available and first.warnings == []
+    assert counting.calls == 2 == first.computed  # identical texts are scored once
+    assert all(score is not None and 0.0 <= score <= 1.0 for _, score in first.scores)
+
+    second = rerank(QUERY, list(reversed(DOCS)), counting, cache)
+    assert counting.calls == 2 and second.computed == 0
+    assert dict(second.scores) == dict(first.scores)
+
+    other = rerank("stock market news", DOCS[:1], counting, cache)
+    assert counting.calls == 3 and other.computed == 1  # the query is part of the key
+
+
+def test_rerank_without_scorer_keeps_order_with_unavailable(cache: LlmCache) -> None:
+    result = rerank(QUERY, DOCS, None, cache)
+    assert result.scores == [("a", None), ("b", None), ("c", None)]
+    assert not result.available
+    assert [w.code for w in result.warnings] == [rerank_mod.RERANK_UNAVAILABLE]
+
+
+def test_rerank_failure_gives_no_partial_scores(cache: LlmCache) -> None:
+    result = rerank(QUERY, DOCS, CountingScorer(error=RuntimeError("boom")), cache)
+    assert result.scores == [("a", None), ("b", None), ("c", None)]
+    assert [w.code for w in result.warnings] == [rerank_mod.RERANK_FAILED]
+
+
+@pytest.mark.parametrize(
+    ("rank", "score", "expected"),
+    [
+        (1, 0.5, 0.75 * 1 + 0.25 * 0.5),  # 0.875
+        (3, 0.2, 0.25 + 0.05),  # 0.75/3 + 0.25*0.2
+        (4, 1.0, 0.15 + 0.4),  # 0.60/4 + 0.40*1.0
+        (10, 0.0, 0.06),  # 0.60/10
+        (11, 0.5, 0.4 / 11 + 0.3),  # 0.40/11 + 0.60*0.5
+        (40, 1.0, 0.01 + 0.6),  # 0.40/40 + 0.60*1.0
+    ],
+)
+def test_blend_matches_hand_computed_values(rank: int, score: float, expected: float) -> None:
+    assert blend(rank, score) == pytest.approx(expected)
+
+
+def test_blend_rejects_zero_based_ranks() -> None:
+    with pytest.raises(ValueError):
+        blend(0, 0.5)
+
+
+# -- the cache itself ----------------------------------------------------------------------
+
+
+def test_cache_round_trips_json_and_survives_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "i.sqlite"
+    conn = db.open_write(path)
+    LlmCache(conn).put("expand", "k1", {"lex": ["ラーメン"], "n": 1.5})
+    LlmCache(conn).put("expand", "k1", {"lex": ["replaced"]})
+    conn.close()
+    reader = db.open_read(path)
+    cache = LlmCache(reader)
+    assert cache.get("expand", "k1") == {"lex": ["replaced"]}
+    assert cache.get("rerank", "k1") is None  # kinds are separate
+    assert cache.get_many("expand", ["k1", "k2", "k1"]) == {"k1": {"lex": ["replaced"]}}
+    # A read-only index cannot take new entries: that is skipped, not an error.
+    cache.put("expand", "k2", 1)
+    assert cache.write_failures == 1 and cache.get("expand", "k2") is None
+    reader.close()
