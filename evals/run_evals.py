@@ -121,6 +121,14 @@ def main() -> None:
         metavar="GGUF",
         help="also embed each corpus with this model and measure vsearch (e.g. the MiniLM test model)",
     )
+    parser.add_argument(
+        "--embed-corpus",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --embed-model: embed only these corpora (repeatable; default all); the others report"
+        " vsearch as unavailable",
+    )
     parser.add_argument("sets", nargs="*", help="query sets to run (default: every evals/sets/*.jsonl)")
     args = parser.parse_args()
     env = {
@@ -138,7 +146,7 @@ def main() -> None:
         env["TANSAKU_EMBED_MODEL"] = str(Path(args.embed_model).resolve())
     for name in sorted({corpus_of(p) for p in set_paths}):
         ensure_collection(name, env)
-        if args.embed_model:
+        if args.embed_model and (not args.embed_corpus or name in args.embed_corpus):
             embedded = tansaku("embed", "-c", name, env=env)
             if embedded.returncode != 0:
                 raise SystemExit(f"embedding {name} failed:\n{embedded.stdout}{embedded.stderr}")
@@ -146,6 +154,7 @@ def main() -> None:
     command = "python evals/run_evals.py" + (" --skip-fetch" if args.skip_fetch else "")
     if args.embed_model:
         command += f" --embed-model {Path(args.embed_model).name}"
+        command += "".join(f" --embed-corpus {name}" for name in args.embed_corpus)
     (HERE / "RESULTS.md").write_text(markdown(reports, command), encoding="utf-8")
     print(f"wrote {HERE / 'RESULTS.md'} ({len(reports)} sets)")
 

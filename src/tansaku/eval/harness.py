@@ -213,6 +213,7 @@ def _index_warnings(status: Any, collection: str) -> list[Notice]:
 def reproducibility_record(
     api: Any, set_path: Path, collection: str, modes: Sequence[str], k: int, status: Any
 ) -> dict[str, object]:
+    from ..chunking import CHUNKER_VERSION
     from ..render.jsonfmt import to_data
     from ..store.migrations import SCHEMA_VERSION
 
@@ -222,7 +223,7 @@ def reproducibility_record(
         "tansaku_version": __version__,
         "git": _git_state(),
         "schema_version": SCHEMA_VERSION,
-        "chunker_version": None,  # no chunker yet: keyword search ranks whole documents
+        "chunker_version": CHUNKER_VERSION,  # keyword search ranks documents; vsearch ranks chunks
         "models": _models_record(api, modes),
         "flags": {"collection": collection, "modes": list(modes), "k": k},
         "corpus": _corpus_record(root, info),
