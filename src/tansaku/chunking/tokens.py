@@ -13,22 +13,11 @@ from bisect import bisect_left, bisect_right
 from itertools import accumulate
 from typing import Protocol, runtime_checkable
 
-# Same ranges as tansaku.text.cjk, repeated so this package does not import the text pipeline.
-_CJK_CLASS = (
-    "\u1100-\u11ff"  # Hangul Jamo
-    "\u3040-\u309f"  # Hiragana
-    "\u30a0-\u30ff"  # Katakana
-    "\u3130-\u318f"  # Hangul Compatibility Jamo
-    "\u31f0-\u31ff"  # Katakana Phonetic Extensions
-    "\u3400-\u4dbf"  # CJK Unified Ideographs Extension A
-    "\u4e00-\u9fff"  # CJK Unified Ideographs
-    "\uac00-\ud7af"  # Hangul Syllables
-    "\uf900-\ufaff"  # CJK Compatibility Ideographs
-    "\U00020000-\U0002fa1f"  # Extensions B-F and the Compatibility Ideographs Supplement
-    "\U00030000-\U000323af"  # Extensions G-H
-)
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_CJK_SPLIT = re.compile(f"([{_CJK_CLASS}]+)")
+from tansaku.text.cjk import CJK_CLASS
+
+# One definition of the CJK ranges (tansaku.text.cjk loads its segmenter lazily, so importing it is cheap).
+_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+_CJK_SPLIT = re.compile(f"([{CJK_CLASS}]+)")
 CHARS_PER_TOKEN = 4
 
 

@@ -105,8 +105,6 @@ def _strings(value: Any, path: Path, name: str, key: str) -> list[str]:
 
 
 def save(path: Path, config: Config) -> None:
-    import tomli_w  # only commands that change the config pay for the writer
-
     data: dict[str, Any] = dict(config.other)
     if config.max_file_bytes != Config().max_file_bytes:
         data["settings"] = {"max_file_bytes": config.max_file_bytes}
@@ -121,6 +119,14 @@ def save(path: Path, config: Config) -> None:
             entry["chunk_strategy"] = c.chunk_strategy
         data["collections"][c.name] = entry
     data["contexts"] = dict(sorted(config.contexts.items(), key=_context_order))
+    write_toml(path, data)
+
+
+def write_toml(path: Path, data: dict[str, Any]) -> None:
+    """Write the whole config through a temporary file that replaces the old one, so a crash
+    never leaves half a config behind."""
+    import tomli_w  # only commands that change the config pay for the writer
+
     text = HEADER + tomli_w.dumps(data)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tansaku-config-", dir=path.parent)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,24 +178,10 @@ def register(role: str, path: Path, config_path: Path) -> ModelRef:
 
 
 def _write_toml(config_path: Path, data: dict[str, Any]) -> None:
-    import tomli_w  # only commands that change the config pay for the writer
+    from ..config.settings import write_toml
 
-    from ..config.settings import HEADER
-
-    # The whole document is rewritten (collections, contexts, settings untouched as loaded), to a
-    # temporary file that replaces the old one, so a crash never leaves half a config behind.
-    text = HEADER + tomli_w.dumps(data)
-    config_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tansaku-config-", dir=config_path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, config_path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # The whole document is rewritten, collections, contexts and settings as loaded.
+    write_toml(config_path, data)
 
 
 # --- GGUF header: just enough to find the embedding length -----------------------------------

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 # Ranges rather than Unicode script properties because the stdlib ``re`` has no \p{...}.
-_CJK_CLASS = (
+CJK_CLASS = (
     "\u1100-\u11ff"  # Hangul Jamo
     "\u3040-\u309f"  # Hiragana
     "\u30a0-\u30ff"  # Katakana
@@ -25,8 +25,8 @@ _CJK_CLASS = (
     "\U00020000-\U0002fa1f"  # Extensions B-F and the Compatibility Ideographs Supplement
     "\U00030000-\U000323af"  # Extensions G-H
 )
-_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_CJK_CHAR = re.compile(f"[{CJK_CLASS}]")
+_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 
 Cutter = Callable[[str], list[str]]
 
