@@ -13,7 +13,7 @@ from ..config.contexts import contexts_for
 from ..config.masks import MaskMatcher, expand_masks
 from ..errors import AmbiguousDocid, DocumentNotFound, UsageError
 from ..paths import VIRTUAL_PREFIX, normalize_rel, split_virtual_path, virtual_path
-from ..search.keyword import is_stale
+from ..search.hits import is_stale
 from ..search.snippets import split_lines
 from ..store import documents as store
 from ..types import Collection, DocumentSlice, MultiGetResult, Notice, SkippedDocument

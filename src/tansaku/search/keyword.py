@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..config.contexts import contexts_for
 from ..errors import EmptyQuery
-from ..paths import virtual_path
 from ..store import documents as store
 from ..types import Collection, Hit, Notice, SearchResult
+from .hits import make_hit
 from .query import ParsedQuery, fts_expression, fts_term, parse_query, required_terms
 from .snippets import best_snippet
 
@@ -152,14 +150,6 @@ def rescore(
     ]
 
 
-def is_stale(disk_path: str, size: int, mtime_ns: int) -> bool:
-    try:
-        st = os.stat(disk_path)
-    except OSError:
-        return True
-    return st.st_size != size or st.st_mtime_ns != mtime_ns
-
-
 def _hits(
     conn: Any,
     scored: list[tuple[int, float, int]],
@@ -176,22 +166,18 @@ def _hits(
     for doc_id, score, matched in scored:
         doc = docs[doc_id]
         body = texts.get(doc.hash, "")
-        disk_path = os.path.join(collections[doc.collection].path, *doc.path.split("/"))
+        snippet = best_snippet(body, terms)
+        full = body if options.full else None
         hits.append(
-            Hit(
-                docid=doc.hash[:6],
-                score=score,
-                collection=doc.collection,
-                path=doc.path,
-                virtual_path=virtual_path(doc.collection, doc.path),
-                disk_path=disk_path,
-                title=doc.title,
-                contexts=contexts_for(contexts, doc.collection, doc.path),
-                snippet=best_snippet(body, terms),
-                stale=is_stale(disk_path, doc.size, doc.mtime_ns),
+            make_hit(
+                doc,
+                score,
+                snippet,
+                full,
+                collections,
+                contexts,
                 matched_terms=matched,
                 total_terms=n_required,
-                body=body if options.full else None,
             )
         )
     return hits

@@ -7,18 +7,15 @@ k-nearest-neighbour search over the model's partition.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..config.contexts import contexts_for
-from ..paths import virtual_path
 from ..store import documents as store
 from ..store import vectors as vec
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
-from .keyword import is_stale
+from .hits import make_hit
 from .query import parse_query, required_terms
 from .snippets import best_snippet, split_lines
 
@@ -122,23 +119,10 @@ def _hits(
     hits = []
     for doc, score, chunk in ranked:
         body = texts.get(doc.hash, "")
-        disk_path = os.path.join(collections[doc.collection].path, *doc.path.split("/"))
-        hits.append(
-            Hit(
-                docid=doc.hash[:6],
-                score=score,
-                collection=doc.collection,
-                path=doc.path,
-                virtual_path=virtual_path(doc.collection, doc.path),
-                disk_path=disk_path,
-                title=doc.title,
-                contexts=contexts_for(contexts, doc.collection, doc.path),
-                snippet=chunk_snippet(body, chunk.start_line, chunk.end_line, terms),
-                stale=is_stale(disk_path, doc.size, doc.mtime_ns),
-                body=body if request.full else None,
-                chunk_lines=(chunk.start_line, chunk.end_line),
-            )
-        )
+        snippet = chunk_snippet(body, chunk.start_line, chunk.end_line, terms)
+        full = body if request.full else None
+        lines = (chunk.start_line, chunk.end_line)
+        hits.append(make_hit(doc, score, snippet, full, collections, contexts, chunk_lines=lines))
     return hits
 
 
