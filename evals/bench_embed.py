@@ -1,7 +1,7 @@
 """Embedding benchmark: `embed` throughput and memory, `vsearch` latency, with the MiniLM test model.
 
-    .venv/bin/python evals/bench_embed.py [--files 1000] [--vsearch-runs 10] [--big-files 20000]
-                                          [--queries 120] [--profile] [--json OUT] [--keep]
+    .venv/bin/python evals/bench_embed.py [--files 1000] [--vsearch-runs 10] [--big-files 20100]
+                                          [--queries 100] [--profile N] [--json OUT] [--keep]
 
 Not a test (CI does not run it). Everything runs against a temporary ``TANSAKU_CONFIG_DIR``,
 ``TANSAKU_INDEX_PATH`` and ``TANSAKU_MODEL_DIR``, with ``TANSAKU_EMBED_MODEL`` set to the MiniLM
@@ -14,27 +14,32 @@ and models are never touched. It measures:
    vectors/s (a chunk longer than the model's window becomes several windows, one vector each).
    Before it runs, the exact texts it will embed (the rendered windows) are rebuilt in-process with
    tansaku's own ``tansaku.index.embed`` helpers; afterwards they are checked against the index
-   (the same set of text hashes), and ``LlamaEmbedder.raw_throughput(texts)`` (llama-cpp-python's
-   plain ``Llama.embed``) times them in this process: the ratio is tansaku's rate over the raw one.
-   A smaller interleaved control (tansaku's ``embed`` against ``raw_throughput`` on the same
-   sample, in turns) separates the decode path from load drift on a shared machine.
+   (the same set of text hashes). ``LlamaEmbedder.raw_throughput`` (llama-cpp-python's plain
+   ``Llama.embed``) times the same texts in this process, the first half just before the
+   subprocess and the second half just after it, so that drift in a shared machine's load hits
+   both sides alike; the ratio is tansaku's vectors/s over the raw texts/s. A small interleaved
+   control (tansaku's ``embed`` against ``raw_throughput`` on one sample, in turns) compares the
+   two decode paths alone.
 2. The peak memory of that ``embed`` process: ``/usr/bin/time -v`` maximum resident set size
-   (cross-checked with ``os.wait4``), and the ``peak_memory_mb`` the EmbedReport gives.
+   (cross-checked with ``os.wait4``), and the ``peak_memory_mb`` its EmbedReport gives.
 3. Whole-process ``bin/tansaku vsearch QUERY > /dev/null`` on that index: ``--vsearch-runs`` runs
-   (round robin over a few queries, after a warm-up each), median and spread; model load included.
+   (round robin over five queries, after a warm-up each), median and spread; model load included.
 4. In-process ``Tansaku().vsearch(q, limit=10, min_score=-1)`` on an index of >= 100,000 chunks:
-   a synthetic Markdown corpus (``--big-files`` files of about 5 chunks each) is added for real
-   with ``collection add``, then given **synthetic vectors** by ``embed_collections`` with a fake
-   embedder (deterministic pseudo-random unit vectors, seeded by the text's hash, of the model's
-   dimensions, one window per chunk). Latency depends on the number of vectors and their
-   dimensions, not on their values. Each query is embedded by the real MiniLM model; its time is
-   reported apart from the rest of the call. Cases: unscoped (both collections), ``-c big`` and
-   ``-c small`` (a second, small collection), each over ``--queries`` queries after a warm-up;
-   which path each collection took (exact scan up to ``EXACT_SCAN_LIMIT`` vectors, sqlite-vec KNN
-   above) is reported. ``min_score=-1`` because synthetic vectors score ~0 against a real query:
-   with the default floor (0.3) nothing would pass and the result-building work would go unmeasured.
+   a synthetic Markdown corpus (``--big-files`` files of 5 chunks each) and a small one are added
+   for real with ``collection add``, then given **synthetic vectors** by ``embed_collections``
+   with a fake embedder (deterministic pseudo-random unit vectors seeded by the text's hash, of
+   the model's dimensions, one window per chunk). Latency depends on the number of vectors and
+   their dimensions, not on their values. Each query is embedded by the real MiniLM model, and
+   that time is reported apart from the rest of the call. Cases: unscoped (big + small), ``-c big``
+   and ``-c small``, ``--queries`` calls each after a warm-up; then a third collection just under
+   ``EXACT_SCAN_LIMIT`` (``--mid-files``, excluded from unscoped searches) is added and searched
+   with ``-c``. Which path each collection takes (exact scan up to ``EXACT_SCAN_LIMIT`` vectors,
+   sqlite-vec KNN above) is reported, and each call's time is split by step (the functions that
+   vsearch looks up at call time are wrapped; nothing in ``src/`` changes). ``min_score=-1``:
+   synthetic vectors score about 0 against a real query, so with the default floor (0.3) nothing
+   would pass and building the results would go unmeasured.
 
-``--profile`` adds a cProfile of the unscoped in-process case (top functions by own time).
+``--profile N`` adds a cProfile of N more unscoped in-process calls (top functions by own time).
 """
 
 from __future__ import annotations
@@ -589,41 +594,45 @@ class SyntheticEmbedder:
 @dataclass
 class BigIndex:
     sandbox: ModelSandbox
-    counts: dict[str, dict[str, int]]  # collection -> documents, chunks, vectors
-    seconds: dict[str, float]
-    corpus_bytes: dict[str, int]
-    index_bytes: int
+    work: Path
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)  # collection -> documents, ...
+    seconds: dict[str, float] = field(default_factory=dict)
+    corpus_bytes: dict[str, int] = field(default_factory=dict)
+    index_bytes: int = 0
 
-
-def build_big_index(
-    work: Path,
-    pycache: Path | None,
-    model: Path,
-    files: dict[str, int],
-    obs: bf.Observations,
-) -> BigIndex:
-    sandbox = ModelSandbox(work / "big-index", pycache, model)
-    sandbox.root.mkdir()
-    seconds: dict[str, float] = {}
-    corpus_bytes: dict[str, int] = {}
-    for seed, (name, count) in enumerate(files.items(), start=1):
-        if count <= 0:
-            continue
-        folder = work / f"corpus-{name}"
+    def add(self, files: dict[str, int], obs: bf.Observations, *, exclude: Sequence[str] = ()) -> None:
+        """Generate, ``collection add`` (a real subprocess) and give synthetic vectors to collections."""
+        for name, count in files.items():
+            folder = self.work / f"corpus-{name}"
+            started = time.perf_counter()
+            seed = name_seed(name)
+            self.corpus_bytes[name] = write_synthetic_corpus(folder, count, seed, BIG_FILE_BYTES)
+            self.seconds[f"generate_{name}"] = time.perf_counter() - started
+            progress_line(
+                f"generated {count} files ({self.corpus_bytes[name] / 1e6:.0f} MB) in "
+                f"{self.seconds[f'generate_{name}']:.1f} s; collection add {name} ..."
+            )
+            run = bf.run_tansaku(["collection", "add", str(folder), "--name", name], self.sandbox)
+            check(run, f"collection add {name}", obs)
+            self.seconds[f"add_{name}"] = run.seconds
+            progress_line(f"added {name} in {run.seconds:.1f} s: {' '.join(run.stdout.split())[:160]}")
+            if name in exclude:
+                run = bf.run_tansaku(["collection", "exclude", name], self.sandbox)
+                check(run, f"collection exclude {name}", obs)
         started = time.perf_counter()
-        corpus_bytes[name] = write_synthetic_corpus(folder, count, seed, BIG_FILE_BYTES)
-        seconds[f"generate_{name}"] = time.perf_counter() - started
-        progress_line(
-            f"generated {count} files ({corpus_bytes[name] / 1e6:.0f} MB) in "
-            f"{seconds[f'generate_{name}']:.1f} s; collection add {name} ..."
-        )
-        run = bf.run_tansaku(["collection", "add", str(folder), "--name", name], sandbox)
-        check(run, f"collection add {name}", obs)
-        seconds[f"add_{name}"] = run.seconds
-        progress_line(f"added {name} in {run.seconds:.1f} s: {' '.join(run.stdout.split())[:160]}")
-        if name == MID:  # searched only when named, so the unscoped case is big + small
-            check(bf.run_tansaku(["collection", "exclude", name], sandbox), f"collection exclude {name}", obs)
+        synthetic_vectors(self.sandbox, list(files), obs)
+        self.seconds["synthetic_vectors_" + "_".join(files)] = time.perf_counter() - started
+        self.counts = index_counts(self.sandbox)
+        self.index_bytes = self.sandbox.index_bytes()
+        progress_line(f"synthetic vectors done in {time.perf_counter() - started:.1f} s: {self.counts}")
 
+
+def name_seed(name: str) -> int:
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "little")
+
+
+def synthetic_vectors(sandbox: ModelSandbox, names: Sequence[str], obs: bf.Observations) -> None:
+    """``embed_collections`` with the fake embedder, under the real model's fingerprint and dims."""
     sandbox.activate()
     from tansaku.api import Tansaku
     from tansaku.index.embed import embed_collections
@@ -638,31 +647,22 @@ def build_big_index(
     fake = SyntheticEmbedder(dims, MAX_WINDOW)  # one window per chunk: ~900-token chunks fit
 
     def progress(name: str) -> Callable[[int, int, str], None]:
-        step = max(1, 10_000 // 32 * 32)
-
         def report(done: int, total: int, phase: str) -> None:
-            if done % step < 32 or done == total:
+            if done % 20_000 < 32 or done == total:
                 progress_line(f"synthetic vectors {name}: {done}/{total}")
 
         return report
 
-    started = time.perf_counter()
     report = embed_collections(
         api.index_path,
-        [config.collections[name] for name in files if files[name] > 0],
+        [config.collections[name] for name in names],
         str(ref.local_path),
         prompt,
         lambda: fake,
         progress=progress,
     )
-    seconds["synthetic_embed"] = time.perf_counter() - started
     if report.interrupted or any(c.failed for c in report.collections):
-        obs.add(f"synthetic embed: interrupted or failed: {report}")
-    counts = index_counts(sandbox)
-    progress_line(f"synthetic vectors done in {seconds['synthetic_embed']:.1f} s: {counts}")
-    if counts[BIG]["chunks"] < CHUNK_TARGET:
-        obs.add(f"the big collection has {counts[BIG]['chunks']} chunks, fewer than {CHUNK_TARGET}")
-    return BigIndex(sandbox, counts, seconds, corpus_bytes, sandbox.index_bytes())
+        obs.add(f"synthetic vectors: interrupted or failed: {report}")
 
 
 def index_counts(sandbox: ModelSandbox) -> dict[str, dict[str, int]]:
@@ -754,6 +754,11 @@ def timed_phases(timer: PhaseTimer) -> Iterator[None]:
     patches = [
         (embedding, "load_embedder", load_embedder),
         (embed_mod, "model_identity", timer.wrap("model identity", embed_mod.model_identity)),
+        (
+            embedding,
+            "prompt_format",
+            timer.wrap("prompt format (reads the GGUF header)", embedding.prompt_format),
+        ),
         (vec, "collection_vector_counts", timer.wrap("vector counts (api)", vec.collection_vector_counts)),
         (vec, "count_collection_vectors", timer.wrap("count per collection", vec.count_collection_vectors)),
         (vec, "knn", timer.wrap("sqlite-vec KNN", vec.knn)),
@@ -784,70 +789,73 @@ def search_paths(big: BigIndex, names: Sequence[str]) -> dict[str, str]:
     }
 
 
-def bench_vsearch_inprocess(
-    big: BigIndex, queries: int, profile: bool, obs: bf.Observations
+@dataclass(frozen=True)
+class Case:
+    key: str
+    label: str
+    scope: list[str]  # -c names; empty: unscoped (the included collections)
+    searched: list[str]  # the collections the search covers
+
+
+def bench_vsearch_cases(
+    big: BigIndex, cases: Sequence[Case], queries: int, obs: bf.Observations
 ) -> tuple[list[Figure], dict[str, Any]]:
+    """``Tansaku().vsearch`` per case: one warm-up call, then ``queries`` timed calls."""
     big.sandbox.activate()
     from tansaku.api import Tansaku
 
     api = Tansaku()
     pool = bf.english_query_pool(random.Random(20240601))
     chosen = [pool[i % len(pool)] for i in range(queries)]
-    cases: list[tuple[str, str, list[str]]] = [
-        ("vsearch_inprocess_p50", "unscoped", []),
-        ("vsearch_inprocess_big", f"-c {BIG}", [BIG]),
-        ("vsearch_inprocess_small", f"-c {SMALL}", [SMALL]),
-    ]
-    if MID in big.counts:
-        cases.append(("vsearch_inprocess_mid", f"-c {MID} (excluded)", [MID]))
     timer = PhaseTimer()
     figures: list[Figure] = []
     details: dict[str, Any] = {}
+    total_vectors = sum(c["vectors"] for c in big.counts.values())
     with timed_phases(timer):
         started = time.perf_counter()
-        api.vsearch("warm-up query that loads the model", limit=10, min_score=-1.0)
-        first_call = time.perf_counter() - started
-        timer.take()
-        for key, label, scope in cases:
-            for query in chosen[:3]:  # warm-up for this scope (page cache, sqlite statement cache)
-                api.vsearch(query, collections=scope, limit=10, min_score=-1.0)
+        api.vsearch(
+            "warm-up query that loads the model", collections=cases[0].scope, limit=10, min_score=-1.0
+        )
+        details["first_call_seconds"] = time.perf_counter() - started
+        for case in cases:
+            api.vsearch(pool[-1], collections=case.scope, limit=10, min_score=-1.0)  # warm-up
             timer.take()
             totals: list[float] = []
             embeds: list[float] = []
             phases: dict[str, list[float]] = {}
             short = 0
-            progress_line(f"in-process vsearch {label}: {len(chosen)} queries ...")
+            progress_line(f"in-process vsearch {case.label}: {len(chosen)} queries (load {loadavg()}) ...")
             for query in chosen:
                 started = time.perf_counter()
-                result = api.vsearch(query, collections=scope, limit=10, min_score=-1.0)
+                result = api.vsearch(query, collections=case.scope, limit=10, min_score=-1.0)
                 totals.append(time.perf_counter() - started)
                 took = timer.take()
                 embeds.append(took.get("query embedding", 0.0))
-                for name, seconds in took.items():
-                    phases.setdefault(name, []).append(seconds)
+                for name in set(phases) | set(took):
+                    phases.setdefault(name, [0.0] * (len(totals) - 1)).append(took.get(name, 0.0))
                 short += len(result.hits) < 10
             if short:
-                obs.add(f"vsearch {label}: {short} of {len(chosen)} calls returned fewer than 10 hits")
+                obs.add(f"vsearch {case.label}: {short} of {len(chosen)} calls returned fewer than 10 hits")
             search = [t - e for t, e in zip(totals, embeds, strict=True)]
-            names = scope or [BIG, SMALL]
-            paths = search_paths(big, names)
+            paths = search_paths(big, case.searched)
             total_stats = bf.summary(totals)
             search_stats = bf.summary(search)
             embed_stats = bf.summary(embeds)
-            vectors = sum(big.counts[n]["vectors"] for n in names)
+            vectors = sum(big.counts[n]["vectors"] for n in case.searched)
             figures.append(
                 Figure(
-                    key=key,
-                    label=f"in-process vsearch p50, {label} ({vectors:,} vectors)",
+                    key=case.key,
+                    label=f"in-process vsearch p50, {case.label} ({vectors:,} vectors searched, "
+                    f"{total_vectors:,} in the index)",
                     value=total_stats["median"],
                     unit="s",
                     stat="p50",
-                    spread=f"p95 {bf._fmt(total_stats['p95'])}; of which query embedding p50 "
-                    f"{bf._fmt(embed_stats['median'])} (p95 {bf._fmt(embed_stats['p95'])}), search p50 "
-                    f"{bf._fmt(search_stats['median'])} (p95 {bf._fmt(search_stats['p95'])}); "
-                    f"path: {'; '.join(f'{n}: {p}' for n, p in paths.items())}",
+                    spread=f"p95 {bf._fmt(total_stats['p95'])} (n={len(totals)}); query embedding p50 "
+                    f"{bf._fmt(embed_stats['median'])} (p95 {bf._fmt(embed_stats['p95'])}); search alone p50 "
+                    f"{bf._fmt(search_stats['median'])} (p95 {bf._fmt(search_stats['p95'])}); path: "
+                    + "; ".join(f"{n}: {p}" for n, p in paths.items()),
                     command="Tansaku().vsearch(q, "
-                    + (f"collections={scope!r}, " if scope else "")
+                    + (f"collections={case.scope!r}, " if case.scope else "")
                     + "limit=10, min_score=-1.0)",
                     extra={
                         "p95": total_stats["p95"],
@@ -859,29 +867,31 @@ def bench_vsearch_inprocess(
                     },
                 )
             )
-            details[label] = {
+            rest = [t - sum(v[i] for v in phases.values()) for i, t in enumerate(totals)]
+            details[case.label] = {
                 "paths": paths,
+                "phase_calls": dict(timer.calls),
                 "phase_median_ms": {n: statistics.median(v) * 1000 for n, v in sorted(phases.items())},
-                "other_median_ms": statistics.median(
-                    t - sum(phases[n][i] for n in phases) for i, t in enumerate(totals)
-                )
-                * 1000,
+                "other_median_ms": statistics.median(rest) * 1000,
             }
-        details["first_call_seconds"] = first_call
-        if profile:
-            details["profile"] = profile_unscoped(api, chosen)
+            timer.calls.clear()
     return figures, details
 
 
-def profile_unscoped(api: Any, queries: Sequence[str]) -> str:
+def profile_case(big: BigIndex, scope: Sequence[str], queries: int) -> str:
+    """cProfile of ``queries`` in-process vsearch calls (after the timed ones), top functions by own time."""
+    big.sandbox.activate()
+    from tansaku.api import Tansaku
+
+    api = Tansaku()
+    pool = bf.english_query_pool(random.Random(7))
     profiler = cProfile.Profile()
     profiler.enable()
-    for query in queries:
-        api.vsearch(query, limit=10, min_score=-1.0)
+    for i in range(queries):
+        api.vsearch(pool[i % len(pool)], collections=list(scope), limit=10, min_score=-1.0)
     profiler.disable()
     out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out)
-    stats.sort_stats("tottime").print_stats(15)
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(15)
     return out.getvalue()
 
 
@@ -933,9 +943,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=3_900,
         help="files in an excluded collection just under the exact-scan limit",
     )
-    parser.add_argument("--queries", type=int, default=120, help="in-process vsearch calls per case")
+    parser.add_argument("--queries", type=int, default=100, help="in-process vsearch calls per case")
+    parser.add_argument("--mid-queries", type=int, default=20, help="in-process calls for -c mid")
     parser.add_argument("--skip-embed", action="store_true", help="only the 100k-chunk in-process part")
-    parser.add_argument("--profile", action="store_true", help="cProfile the unscoped in-process case")
+    parser.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="cProfile N more unscoped in-process calls"
+    )
     parser.add_argument("--json", type=Path, dest="json_out", metavar="OUT", help="write the figures here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
@@ -986,17 +999,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress_line(f"whole-process vsearch x {args.vsearch_runs} ...")
             vs_figure, details["vsearch_process"] = bench_vsearch_process(small, args.vsearch_runs, obs)
             figures.append(vs_figure)
-        files = {BIG: args.big_files, SMALL: args.small_files, MID: args.mid_files}
-        progress_line(f"building the 100k-chunk index ({files}) ...")
-        big = build_big_index(work, pycache, model, files, obs)
-        details["big_index"] = {
-            "counts": big.counts,
-            "seconds": big.seconds,
-            "corpus_bytes": big.corpus_bytes,
-            "index_bytes": big.index_bytes,
-        }
-        inproc, details["vsearch_inprocess"] = bench_vsearch_inprocess(big, args.queries, args.profile, obs)
+        big = BigIndex(ModelSandbox(work / "big-index", pycache, model), work)
+        big.sandbox.root.mkdir()
+        progress_line(f"building the 100k-chunk index: {args.big_files} + {args.small_files} files ...")
+        big.add({BIG: args.big_files, SMALL: args.small_files}, obs)
+        if big.counts[BIG]["chunks"] < CHUNK_TARGET:
+            obs.add(f"the big collection has {big.counts[BIG]['chunks']} chunks, fewer than {CHUNK_TARGET}")
+        details["big_index"] = {"counts": dict(big.counts), "index_bytes": big.index_bytes}
+        cases = [
+            Case("vsearch_inprocess_p50", "unscoped", [], [BIG, SMALL]),
+            Case("vsearch_inprocess_big", f"-c {BIG}", [BIG], [BIG]),
+            Case("vsearch_inprocess_small", f"-c {SMALL}", [SMALL], [SMALL]),
+        ]
+        inproc, details["vsearch_inprocess"] = bench_vsearch_cases(big, cases, args.queries, obs)
         figures += inproc
+        if args.profile:
+            progress_line(f"profiling {args.profile} unscoped calls ...")
+            details["profile"] = profile_case(big, [], args.profile)
+        if args.mid_files > 0:
+            progress_line(f"adding {MID} ({args.mid_files} files, excluded) ...")
+            big.add({MID: args.mid_files}, obs, exclude=[MID])
+            details["big_index"]["counts_with_mid"] = dict(big.counts)
+            mid_case = Case("vsearch_inprocess_mid", f"-c {MID} (an excluded collection)", [MID], [MID])
+            mid, details["vsearch_inprocess_mid"] = bench_vsearch_cases(
+                big, [mid_case], args.mid_queries, obs
+            )
+            figures += mid
+        details["big_index"] |= {"seconds": big.seconds, "corpus_bytes": big.corpus_bytes}
     finally:
         if args.keep:
             print(f"kept {work}", file=sys.stderr)
@@ -1085,28 +1114,31 @@ def print_report(
         )
     big = details.get("big_index")
     if big:
+        counts = big.get("counts_with_mid", big["counts"])
         lines.append(
             "100k index (SYNTHETIC vectors: pseudo-random unit vectors, real count and dimensions): "
             + "; ".join(
                 f"{n}: {c['documents']} documents, {c['chunks']} chunks, {c['vectors']} vectors"
-                for n, c in big["counts"].items()
+                for n, c in counts.items()
             )
-            + f"; corpus {sum(big['corpus_bytes'].values()) / 1e6:.0f} MB, index "
-            f"{big['index_bytes'] / 1e6:.0f} MB; "
-            + ", ".join(f"{k} {v:.1f} s" for k, v in big["seconds"].items())
+            + f" ({MID} added after the other cases ran); corpus "
+            f"{sum(big['corpus_bytes'].values()) / 1e6:.0f} MB, index {big['index_bytes'] / 1e6:.0f} MB "
+            f"(before {MID}); " + ", ".join(f"{k} {v:.1f} s" for k, v in big["seconds"].items())
         )
-    inproc = details.get("vsearch_inprocess")
-    if inproc:
+    for key in ("vsearch_inprocess", "vsearch_inprocess_mid"):
+        inproc = details.get(key)
+        if not inproc:
+            continue
         lines.append(f"in-process first call (loads the model): {bf._fmt(inproc['first_call_seconds'])}")
         for label, data in inproc.items():
             if isinstance(data, dict) and "phase_median_ms" in data:
                 lines.append(
                     f"  {label}: median per phase: "
                     + ", ".join(f"{n} {v:.1f} ms" for n, v in data["phase_median_ms"].items())
-                    + f", rest {data['other_median_ms']:.1f} ms"
+                    + f", rest {data['other_median_ms']:.1f} ms; calls {data['phase_calls']}"
                 )
-        if "profile" in inproc:
-            lines += ["cProfile, unscoped, by own time:", inproc["profile"]]
+    if "profile" in details:
+        lines += ["cProfile of more unscoped calls, by own time:", details["profile"]]
     failed = [f.label for f in figures if f.passed is False]
     lines.append("result: " + ("all targets met" if not failed else "FAILED: " + "; ".join(failed)))
     if obs.notes:
