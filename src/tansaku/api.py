@@ -213,7 +213,7 @@ class Tansaku:
         ref = resolve("embed", self.config_path)
         if not ref.present or not _has_table(conn, "embed_models"):
             return None
-        from .index.embed import file_sha256
+        from .models.llama import file_sha256
 
         st = ref.local_path.stat()
         row = conn.execute(

@@ -25,34 +25,46 @@ def _score(text: str) -> float:
     return value
 
 
-def register(commands: Any) -> None:
-    search = commands.add_parser("search", help="keyword search (BM25); no model needed")
-    search.add_argument("query", nargs="+", help='words, "phrases", -exclusions, prefix*')
-    search.add_argument(
+def add_result_options(
+    parser: argparse.ArgumentParser, *, min_score: float, min_score_help: str, all_help: str
+) -> None:
+    """The result options every search mode shares (search, vsearch, and later query)."""
+    parser.add_argument(
         "-n",
         type=_positive_int,
         dest="limit",
         help=f"results to show ({TERMINAL_LIMIT} in cli, {SCRIPT_LIMIT} otherwise)",
     )
-    search.add_argument("--all", action="store_true", help="show every match")
-    search.add_argument(
-        "--min-score", type=_score, default=0.0, help="drop results scoring below this (0..1)"
-    )
-    search.add_argument("--full", action="store_true", help="include the whole document instead of a snippet")
-    search.add_argument(
+    parser.add_argument("--all", action="store_true", help=all_help)
+    parser.add_argument("--min-score", type=_score, default=min_score, help=min_score_help)
+    parser.add_argument("--full", action="store_true", help="include the whole document instead of a snippet")
+    parser.add_argument(
         "--line-numbers", action="store_true", help="prefix snippet lines with their line numbers"
     )
-    search.add_argument(
-        "-c",
-        "--collection",
-        action="append",
-        default=[],
-        dest="collections",
-        metavar="NAME",
+    parser.add_argument(
+        "-c", "--collection", action="append", default=[], dest="collections", metavar="NAME",
         help="search only this collection (repeatable; excluded collections too)",
-    )
-    search.add_argument(
+    )  # fmt: skip
+    parser.add_argument(
         "--full-path", action="store_true", help="show disk paths instead of tansaku:// paths"
+    )
+
+
+def result_limit(args: argparse.Namespace, out: Output) -> int | None:
+    """-n, else 5 in the terminal and 20 for scripts; None (no limit) with --all."""
+    if args.all:
+        return None
+    return args.limit or (TERMINAL_LIMIT if out.fmt == "cli" else SCRIPT_LIMIT)
+
+
+def register(commands: Any) -> None:
+    search = commands.add_parser("search", help="keyword search (BM25); no model needed")
+    search.add_argument("query", nargs="+", help='words, "phrases", -exclusions, prefix*')
+    add_result_options(
+        search,
+        min_score=0.0,
+        min_score_help="drop results scoring below this (0..1)",
+        all_help="show every match",
     )
     add_index_option(search)
     add_format_options(search)
@@ -124,8 +136,7 @@ def _chunks(args: argparse.Namespace, out: Output) -> int:
 
 
 def _search(args: argparse.Namespace, out: Output) -> int:
-    default_limit = TERMINAL_LIMIT if out.fmt == "cli" else SCRIPT_LIMIT
-    limit = None if args.all else (args.limit or default_limit)
+    limit = result_limit(args, out)
     result = api_for(args).search(
         " ".join(args.query),
         collections=args.collections,

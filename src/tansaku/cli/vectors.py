@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from .common import DelayedProgress, Output, add_format_options, add_index_option, api_for
-from .search import SCRIPT_LIMIT, TERMINAL_LIMIT, _positive_int, _score
+from .search import add_result_options, result_limit
 
 EXIT_INTERRUPTED = 130
 
@@ -28,28 +28,11 @@ def register(commands: Any) -> None:
 
     vsearch = commands.add_parser("vsearch", help="search by meaning (vectors from `tansaku embed`)")
     vsearch.add_argument("query", nargs="+", help="what you are looking for, in your own words")
-    vsearch.add_argument(
-        "-n",
-        type=_positive_int,
-        dest="limit",
-        help=f"results to show ({TERMINAL_LIMIT} in cli, {SCRIPT_LIMIT} otherwise)",
-    )
-    vsearch.add_argument("--all", action="store_true", help="show every result above --min-score")
-    vsearch.add_argument(
-        "--min-score", type=_score, default=0.3, help="cosine similarity floor (default 0.3)"
-    )
-    vsearch.add_argument(
-        "--full", action="store_true", help="include the whole document instead of a snippet"
-    )
-    vsearch.add_argument(
-        "--line-numbers", action="store_true", help="prefix snippet lines with their line numbers"
-    )
-    vsearch.add_argument(
-        "-c", "--collection", action="append", default=[], dest="collections", metavar="NAME",
-        help="search only this collection (repeatable; excluded collections too)",
-    )  # fmt: skip
-    vsearch.add_argument(
-        "--full-path", action="store_true", help="show disk paths instead of tansaku:// paths"
+    add_result_options(
+        vsearch,
+        min_score=0.3,
+        min_score_help="cosine similarity floor (default 0.3)",
+        all_help="show every result above --min-score",
     )
     vsearch.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's own log lines")
     add_index_option(vsearch)
@@ -72,11 +55,10 @@ def _embed(args: argparse.Namespace, out: Output) -> int:
 
 
 def _vsearch(args: argparse.Namespace, out: Output) -> int:
-    default_limit = TERMINAL_LIMIT if out.fmt == "cli" else SCRIPT_LIMIT
     result = api_for(args).vsearch(
         " ".join(args.query),
         collections=args.collections,
-        limit=None if args.all else (args.limit or default_limit),
+        limit=result_limit(args, out),
         min_score=args.min_score,
         full=args.full,
         verbose=args.verbose,

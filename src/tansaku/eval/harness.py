@@ -246,7 +246,7 @@ def _models_record(api: Any, modes: Sequence[str]) -> dict[str, object]:
     """The model files the measured modes use, with their hashes (keyword search uses none)."""
     if not set(modes) & {"vsearch", "query"}:
         return {}
-    from ..index.embed import file_sha256
+    from ..models.llama import file_sha256
     from ..models.registry import resolve
 
     ref = resolve("embed", api.config_path)

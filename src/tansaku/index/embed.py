@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..chunking import CHUNKER_VERSION
+from ..models.llama import file_sha256
 from ..models.prompts import PromptFormat
 from ..store import db
 from ..store import documents as store
@@ -65,14 +66,6 @@ def model_identity(conn: Any, path: str, prompt: PromptFormat) -> ModelIdentity:
         ):
             return ModelIdentity(path, known.model_sha256, st.st_size, st.st_mtime_ns, prompt)
     return ModelIdentity(path, file_sha256(path), st.st_size, st.st_mtime_ns, prompt)
-
-
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def pack(vector: Sequence[float]) -> bytes:

@@ -169,11 +169,7 @@ class LlamaEmbedder:
 
     @cached_property
     def file_sha256(self) -> str:
-        digest = hashlib.sha256()
-        with open(self._path, "rb") as f:
-            while block := f.read(1 << 20):
-                digest.update(block)
-        return digest.hexdigest()
+        return file_sha256(self._path)
 
     # -- tokens ----------------------------------------------------------------------------
 
