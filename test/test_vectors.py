@@ -107,7 +107,7 @@ def test_chunk_level_reuse_only_re_embeds_the_edited_chunk(cli, model, tmp_path:
 def test_vsearch_collection_filter_is_exact_for_a_small_collection(cli, model, tmp_path: Path):
     big = tmp_path / "big"
     big.mkdir()
-    for i in range(40):
+    for i in range(80):  # more vectors than KNN fetches (50 for -n 5): tiny must not be crowded out
         (big / f"b{i}.md").write_text(
             f"# Backups {i}\n\nRestore files from backup snapshot {i}.\n", encoding="utf-8"
         )
@@ -120,8 +120,17 @@ def test_vsearch_collection_filter_is_exact_for_a_small_collection(cli, model, t
     embed(cli)
     unscoped = cli("vsearch", "restore a lost file", "-n", "5", "--json").json()["results"]
     scoped = cli("vsearch", "restore a lost file", "-c", "tiny", "-n", "5", "--json").json()["results"]
-    assert scoped and scoped[0]["path"] == "restore.md"
+    assert [hit["path"] for hit in scoped][:1] == ["restore.md"]
     assert {hit["collection"] for hit in scoped} == {"tiny"}
+    # The CLI searches on disk (sqlite-vec KNN within the collection); a kept API, in memory.
+    from tansaku.api import Tansaku
+
+    for keep in (False, True):
+        api = Tansaku(keep_vectors=keep)
+        everything = api.vsearch("restore a lost file", collections=["tiny"], limit=1, min_score=-1.0)
+        assert [hit.path for hit in everything.hits] == ["restore.md"]
+        assert everything.total == 2  # both tiny documents, never crowded out by big
+        assert api._vector_cache().loads == int(keep)
     assert len(unscoped) == 5
 
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import settings
 from .config.contexts import GLOBAL, normalize_context_path
@@ -47,11 +47,29 @@ from .types import (
     UpdateReport,
 )
 
+if TYPE_CHECKING:
+    from .search.vector_cache import VectorCache
+
 
 class Tansaku:
-    def __init__(self, index_name: str | None = None, *, cwd: str | None = None) -> None:
+    def __init__(
+        self, index_name: str | None = None, *, cwd: str | None = None, keep_vectors: bool = True
+    ) -> None:
+        """``keep_vectors``: vsearch reads the model's vectors into memory once and answers every
+        later query from there while the index is unchanged (for a process that lives on, like a
+        server). A one-shot command passes False: it searches them on disk with sqlite-vec rather
+        than read them all for a single query."""
         self.locations: Locations = locations(index_name)
         self.cwd = cwd
+        self.keep_vectors = keep_vectors
+        self._vectors: VectorCache | None = None
+
+    def _vector_cache(self) -> VectorCache:
+        from .search.vector_cache import VectorCache
+
+        if self._vectors is None:
+            self._vectors = VectorCache(self.index_path, None if self.keep_vectors else 0)
+        return self._vectors
 
     # --- config -------------------------------------------------------------------------------
 
@@ -444,11 +462,19 @@ class Tansaku:
         chosen, warnings = self._chosen(config, collections)
         ref = embed_model(self.config_path)
         prompt = prompt_format(ref.local_path, self.config_path)
+        cache = self._vector_cache()
+        cache.sync()
         with self._reader() as conn:
             vec.load_extension(conn)
             identity = model_identity(conn, str(ref.local_path), prompt)
             pairs = [(c, params_for(c).fingerprint()) for c in chosen]
-            counts = [vec.collection_vector_counts(conn, c.name, p, identity.fingerprint) for c, p in pairs]
+            counts = [
+                cache.memo(
+                    ("counts", c.name, p, identity.fingerprint),
+                    lambda c=c, p=p: vec.collection_vector_counts(conn, c.name, p, identity.fingerprint),
+                )
+                for c, p in pairs
+            ]
             warnings += _vector_warnings(chosen, counts)
             if not any(embedded for embedded, _, _ in counts):
                 other = sum(stale for _, _, stale in counts)
@@ -462,7 +488,7 @@ class Tansaku:
             embedder = load_embedder(ref.local_path, verbose=verbose)
             vector = pack(embedder.embed([prompt.query(query)])[0])
             request = VectorQuery(query, vector, identity.fingerprint, embedder.dims, limit, min_score, full)
-            return vsearch(conn, request, pairs, config.contexts, warnings, started)
+            return vsearch(conn, request, pairs, config.contexts, warnings, started, cache)
 
     def get(
         self,

@@ -35,7 +35,7 @@ def add_format_options(parser: argparse.ArgumentParser, formats: tuple[str, ...]
 def api_for(args: argparse.Namespace) -> Any:
     from ..api import Tansaku
 
-    return Tansaku(getattr(args, "index", None))
+    return Tansaku(getattr(args, "index", None), keep_vectors=False)  # one command, then exit
 
 
 def _wants_color(stream: TextIO) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -29,15 +30,22 @@ def embed_model(config_path: Path) -> ModelRef:
 
 
 def prompt_format(path: Path, config_path: Path) -> PromptFormat:
-    from .llama import read_gguf_metadata
-
     override = None
     try:
         models = tomllib.loads(config_path.read_text(encoding="utf-8")).get("models", {})
         override = models.get("embed_prompt") if isinstance(models, dict) else None
     except (OSError, tomllib.TOMLDecodeError):
         override = None
-    return choose(read_gguf_metadata(path), override)
+    st = path.stat()
+    return choose(_gguf_metadata(str(path), st.st_size, st.st_mtime_ns), override)
+
+
+@functools.lru_cache(maxsize=8)
+def _gguf_metadata(path: str, size: int, mtime_ns: int) -> dict[str, Any]:
+    """Read once per file version: walking a GGUF header costs tens of ms, more than a query."""
+    from .llama import read_gguf_metadata
+
+    return read_gguf_metadata(Path(path))
 
 
 def load_embedder(path: Path, *, verbose: bool = False) -> Any:

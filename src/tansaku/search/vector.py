@@ -1,8 +1,10 @@
-"""Vector search: embed the query, find the nearest chunks, keep the best chunk per document.
+"""Vector search: embed the query, score the chunks of the searched collections, keep the best
+chunk per document.
 
-A collection with few vectors is scanned exactly (all its vectors against the query), so a small
-collection searched with -c is never crowded out by a large one; larger ones use sqlite-vec's
-k-nearest-neighbour search over the model's partition.
+Scoring is exact: each searched collection's own vectors are compared with the query (one matrix
+product over vectors held in memory, see ``vector_cache``), so a small collection searched next to
+a big one is never crowded out. A model whose vectors exceed the memory budget is searched with
+sqlite-vec's KNN instead, restricted to each collection's own vectors.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from ..types import Collection, Hit, Notice, SearchResult, Snippet
 from .hits import make_hit
 from .query import parse_query, required_terms
 from .snippets import best_snippet, split_lines
+from .vector_cache import CollectionVectors, ModelVectors, VectorCache, collection_vectors
 
-# Below this many vectors a collection is scanned exactly (numpy dot products take ~1 ms).
-EXACT_SCAN_LIMIT = 20_000
 DEFAULT_MIN_SCORE = 0.3
+# With the KNN fallback, how many nearest vectors per collection are fetched for each wanted
+# result (several chunks of one document can be among the nearest).
+KNN_OVERSAMPLE = 8
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,14 @@ class VectorQuery:
     full: bool = False
 
 
+@dataclass(frozen=True)
+class _Ranked:
+    doc: store.StoredDocument
+    score: float
+    start_line: int
+    end_line: int
+
+
 def vsearch(
     conn: Any,
     request: VectorQuery,
@@ -42,34 +54,31 @@ def vsearch(
     contexts: Mapping[str, str],
     warnings: Sequence[Notice] = (),
     started: float | None = None,
+    cache: VectorCache | None = None,
 ) -> SearchResult:
-    """``collections`` pairs each collection with its chunk-parameter fingerprint."""
+    """``collections`` pairs each collection with its chunk-parameter fingerprint; ``cache`` keeps
+    vectors between calls (without one, they are read for this call only)."""
     started = time.perf_counter() if started is None else started
     import numpy as np
 
+    cache = cache or VectorCache(None)
     query = np.frombuffer(request.vector, dtype=np.float32)
-    k = 200 if request.limit is None else max(request.limit * 8, 50)
-    similarity: dict[int, float] = {}
-    knn_done = False
+    model = cache.model(conn, request.dims, request.fingerprint)
+    all_scores = _AllScores(model, query)
+    scored: list[tuple[CollectionVectors, Any, Any]] = []  # (vectors, entry scores, document scores)
     for collection, params in collections:
-        count = vec.count_collection_vectors(conn, request.fingerprint, collection.name, params)
-        if count == 0:
-            continue
-        if count <= EXACT_SCAN_LIMIT:
-            rows = vec.collection_vectors(conn, request.dims, request.fingerprint, collection.name, params)
-            ids = [row[0] for row in rows]
-            matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), -1)
-            similarity.update(zip(ids, (matrix @ query).tolist(), strict=True))
-        elif not knn_done:
-            knn_done = True
-            for embedding_id, distance in vec.knn(conn, request.dims, request.fingerprint, request.vector, k):
-                similarity[embedding_id] = 1.0 - distance
-    best = _best_chunk_per_document(conn, request.fingerprint, similarity, collections)
-    ranked = sorted(best.values(), key=lambda item: (-item[1], item[0].id))
-    ranked = [item for item in ranked if item[1] >= request.min_score]
-    total = len(ranked)
-    if request.limit is not None:
-        ranked = ranked[: request.limit]
+        if model is None:
+            found = _nearest(conn, request, collection.name, params)
+            if found is None:
+                continue
+            vectors, entry_scores = found
+        else:
+            vectors = cache.collection(conn, request.fingerprint, collection.name, params, model)
+            if vectors.empty:
+                continue
+            entry_scores = all_scores.of(vectors.rows)
+        scored.append((vectors, entry_scores, np.maximum.reduceat(entry_scores, vectors.starts)))
+    ranked, total = _top_documents(conn, scored, request)
     hits = _hits(conn, ranked, request, contexts, {c.name: c for c, _ in collections})
     return SearchResult(
         query=request.query,
@@ -83,46 +92,93 @@ def vsearch(
     )
 
 
-def _best_chunk_per_document(
-    conn: Any,
-    fingerprint: str,
-    similarity: Mapping[int, float],
-    collections: Sequence[tuple[Collection, str]],
-) -> dict[int, tuple[store.StoredDocument, float, vec.VectorHit]]:
-    wanted = {c.name: params for c, params in collections}
-    hits = vec.chunks_for_embeddings(conn, fingerprint, list(similarity))
-    by_hash: dict[str, list[vec.VectorHit]] = {}
-    for hit in hits:
-        by_hash.setdefault(hit.hash, []).append(hit)
-    best: dict[int, tuple[store.StoredDocument, float, vec.VectorHit]] = {}
-    for doc in store.documents_with_hashes(conn, list(by_hash)):
-        if doc.collection not in wanted:
-            continue
-        for hit in by_hash[doc.hash]:
-            if hit.chunk_params != wanted[doc.collection]:
-                continue
-            score = similarity[hit.embedding_id]
-            if doc.id not in best or score > best[doc.id][1]:
-                best[doc.id] = (doc, score, hit)
-    return best
+class _AllScores:
+    """The query against the model's vectors: all of them in one product when a collection needs
+    most of them, else just the rows asked for."""
+
+    def __init__(self, model: ModelVectors | None, query: Any) -> None:
+        self.model, self.query = model, query
+        self._all: Any | None = None
+
+    def of(self, rows: Any) -> Any:
+        assert self.model is not None
+        if self._all is not None:
+            return self._all[rows]
+        if len(rows) * 4 < len(self.model.ids):
+            return self.model.matrix[rows] @ self.query
+        self._all = self.model.matrix @ self.query
+        return self._all[rows]
+
+
+def _nearest(
+    conn: Any, request: VectorQuery, collection: str, params: str
+) -> tuple[CollectionVectors, Any] | None:
+    """sqlite-vec's nearest chunks of one collection, as the entries they belong to and their scores."""
+    import numpy as np
+
+    wanted = 200 if request.limit is None else max(request.limit * KNN_OVERSAMPLE, 50)
+    nearest = vec.knn(conn, request.dims, request.fingerprint, request.vector, wanted, collection, params)
+    if not nearest:
+        return None
+    similarity = {embedding_id: 1.0 - distance for embedding_id, distance in nearest}
+    entries = vec.entries_for_embeddings(conn, request.fingerprint, collection, params, list(similarity))
+    vectors = collection_vectors(entries, None)
+    scores = np.array([similarity[i] for i in entries.embedding_ids], dtype=np.float64)
+    return vectors, scores
+
+
+def _top_documents(
+    conn: Any, scored: Sequence[tuple[CollectionVectors, Any, Any]], request: VectorQuery
+) -> tuple[list[_Ranked], int]:
+    """The best documents over all collections by (score descending, document id), and how many
+    reach the floor."""
+    import numpy as np
+
+    if not scored:
+        return [], 0
+    doc_scores = np.concatenate([s for _, _, s in scored])
+    doc_ids = np.concatenate([v.doc_ids for v, _, _ in scored])
+    owner = np.concatenate([np.full(len(v.doc_ids), i) for i, (v, _, _) in enumerate(scored)])
+    position = np.concatenate([np.arange(len(v.doc_ids)) for v, _, _ in scored])
+    passing = np.flatnonzero(doc_scores >= request.min_score)
+    total = len(passing)
+    if request.limit is not None and total > request.limit:
+        # Everything tied with the limit-th score stays, so the id tie-break below is exact.
+        cutoff = np.partition(doc_scores[passing], total - request.limit)[total - request.limit]
+        passing = passing[doc_scores[passing] >= cutoff]
+    order = passing[np.lexsort((doc_ids[passing], -doc_scores[passing]))]
+    if request.limit is not None:
+        order = order[: request.limit]
+    docs = store.documents_by_ids(conn, doc_ids[order].tolist())
+    ranked: list[_Ranked] = []
+    for i in order:
+        vectors, entry_scores, _ = scored[owner[i]]
+        first = vectors.starts[position[i]]
+        last = vectors.starts[position[i] + 1] if position[i] + 1 < len(vectors.starts) else len(entry_scores)
+        best = first + int(np.argmax(entry_scores[first:last]))
+        doc = docs.get(int(doc_ids[i]))
+        if doc is not None:
+            score = float(doc_scores[i])
+            ranked.append(_Ranked(doc, score, int(vectors.start_lines[best]), int(vectors.end_lines[best])))
+    return ranked, total
 
 
 def _hits(
     conn: Any,
-    ranked: Sequence[tuple[store.StoredDocument, float, vec.VectorHit]],
+    ranked: Sequence[_Ranked],
     request: VectorQuery,
     contexts: Mapping[str, str],
     collections: Mapping[str, Collection],
 ) -> list[Hit]:
-    texts = store.bodies(conn, [doc.hash for doc, _, _ in ranked])
+    texts = store.bodies(conn, [item.doc.hash for item in ranked])
     terms = required_terms(parse_query(request.query)).highlight_terms
     hits = []
-    for doc, score, chunk in ranked:
-        body = texts.get(doc.hash, "")
-        snippet = chunk_snippet(body, chunk.start_line, chunk.end_line, terms)
+    for item in ranked:
+        body = texts.get(item.doc.hash, "")
+        snippet = chunk_snippet(body, item.start_line, item.end_line, terms)
         full = body if request.full else None
-        lines = (chunk.start_line, chunk.end_line)
-        hits.append(make_hit(doc, score, snippet, full, collections, contexts, chunk_lines=lines))
+        lines = (item.start_line, item.end_line)
+        hits.append(make_hit(item.doc, item.score, snippet, full, collections, contexts, chunk_lines=lines))
     return hits
 
 

@@ -203,3 +203,41 @@ def write_lock(conn: Connection, path: Path, command: str = "tansaku") -> Iterat
 def translate(exc: BaseException, path: Path) -> Exception:
     """Map a sqlite exception raised mid-operation to the matching tansaku error."""
     return _map_error(exc, path)
+
+
+class ChangeWatch:
+    """Tells a long-lived reader whether the index changed since it last looked.
+
+    The token is the file's identity (a rebuilt index is a new file) plus SQLite's
+    ``data_version``, which moves whenever another connection commits. It costs a stat and a
+    pragma, so a cache can check it on every query. Not thread-safe: callers hold their own lock.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: Connection | None = None
+        self._file: tuple[int, int] | None = None
+
+    def token(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            self.close()
+            return None
+        file = (st.st_dev, st.st_ino)
+        if file != self._file or self._conn is None:
+            self.close()
+            uri = f"file:{self.path.as_posix()}?mode=ro"
+            self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            self._file = file
+        try:
+            version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.DatabaseError:
+            self.close()
+            return None
+        return (*file, version)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn, self._file = None, None

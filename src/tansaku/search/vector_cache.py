@@ -1,0 +1,156 @@
+"""The vectors a process searches, read from the index once and kept until the index changes.
+
+A one-shot command reads them for its single query; a long-lived process (a server, or a script
+holding one ``Tansaku``) answers every later query from memory. Each query checks a cheap change
+token first (``store.db.ChangeWatch``), so an `update` or `embed` by another process is seen at
+the next query, never a stale answer.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..store import db
+from ..store import vectors as vec
+
+# Above this, a model's vectors stay on disk and sqlite-vec's KNN searches them (1 GiB is about
+# 700,000 vectors of 384 dimensions). TANSAKU_VECTOR_MEMORY_MB overrides it.
+DEFAULT_MEMORY_BUDGET_MB = 1024
+MEMORY_BUDGET_ENV = "TANSAKU_VECTOR_MEMORY_MB"
+
+T = TypeVar("T")
+
+
+def memory_budget_bytes() -> int:
+    try:
+        megabytes = float(os.environ.get(MEMORY_BUDGET_ENV, DEFAULT_MEMORY_BUDGET_MB))
+    except ValueError:
+        megabytes = DEFAULT_MEMORY_BUDGET_MB
+    return int(max(megabytes, 0) * 1024 * 1024)
+
+
+@dataclass(frozen=True)
+class ModelVectors:
+    """Every vector of one model: row i of ``matrix`` is the vector of embedding ``ids[i]``."""
+
+    ids: Any  # int64[n], in the order read
+    matrix: Any  # float32[n, dims]
+    order: Any  # int64[n]: ids[order] ascends (sorting the ids is cheap; moving the matrix is not)
+
+    @classmethod
+    def of(cls, ids: Any, matrix: Any) -> ModelVectors:
+        import numpy as np
+
+        return cls(ids, matrix, np.argsort(ids, kind="stable"))
+
+    def rows_of(self, embedding_ids: Any) -> Any:
+        import numpy as np
+
+        sorted_ids = self.ids[self.order]
+        positions = np.minimum(np.searchsorted(sorted_ids, embedding_ids), max(len(self.ids) - 1, 0))
+        if len(self.ids) == 0 or not np.array_equal(sorted_ids[positions], embedding_ids):
+            raise vec.VectorsUnavailable(
+                "the index lists vectors that its vector table does not hold",
+                hint="run `tansaku embed -f` to recompute them",
+            )
+        return self.order[positions]
+
+
+@dataclass(frozen=True)
+class CollectionVectors:
+    """One collection's chunk windows that have a vector, grouped by document.
+
+    Entries are ordered by document; ``starts[i]`` is the first entry of document ``doc_ids[i]``.
+    ``rows`` places each entry in the model's in-memory matrix (None when the model is too big
+    to keep in memory).
+    """
+
+    doc_ids: Any  # int64[documents]
+    starts: Any  # int64[documents]
+    embedding_ids: Any  # int64[entries]
+    start_lines: Any  # int32[entries]
+    end_lines: Any  # int32[entries]
+    rows: Any | None
+
+    @property
+    def empty(self) -> bool:
+        return len(self.embedding_ids) == 0
+
+
+def collection_vectors(entries: vec.CollectionEntries, model: ModelVectors | None) -> CollectionVectors:
+    import numpy as np
+
+    doc_column = np.asarray(entries.doc_ids, dtype=np.int64)
+    embedding_ids = np.asarray(entries.embedding_ids, dtype=np.int64)
+    if len(doc_column):
+        starts = np.flatnonzero(np.r_[True, doc_column[1:] != doc_column[:-1]])
+    else:
+        starts = np.zeros(0, dtype=np.int64)
+    return CollectionVectors(
+        doc_ids=doc_column[starts],
+        starts=starts,
+        embedding_ids=embedding_ids,
+        start_lines=np.asarray(entries.start_lines, dtype=np.int32),
+        end_lines=np.asarray(entries.end_lines, dtype=np.int32),
+        rows=model.rows_of(embedding_ids) if model is not None and len(embedding_ids) else None,
+    )
+
+
+class VectorCache:
+    """Vectors and vector counts of one index, valid while its change token stays the same."""
+
+    def __init__(self, index_path: Path | None, memory_budget: int | None = None) -> None:
+        self._watch = db.ChangeWatch(index_path) if index_path is not None else None
+        self.memory_budget = memory_budget_bytes() if memory_budget is None else memory_budget
+        self._token: Hashable | None = None
+        self._memo: dict[Hashable, Any] = {}
+        self._lock = threading.RLock()
+        self.loads = 0  # how many times vectors were read from the index (for tests and benchmarks)
+
+    def sync(self) -> None:
+        """Forget everything if the index changed since the last query."""
+        with self._lock:
+            token = self._watch.token() if self._watch is not None else None
+            if token is None or token != self._token:
+                self._memo.clear()
+            self._token = token
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        with self._lock:
+            if key not in self._memo:
+                self._memo[key] = compute()
+            return self._memo[key]  # type: ignore[no-any-return]
+
+    def model(self, conn: Any, dims: int, fingerprint: str) -> ModelVectors | None:
+        """The model's vectors in memory, or None when they exceed the memory budget (or it is 0:
+        a one-shot command, which would read them all for a single query)."""
+
+        def load() -> ModelVectors | None:
+            if self.memory_budget <= 0:
+                return None
+            count = vec.model_vector_count(conn, fingerprint)
+            if count * dims * 4 > self.memory_budget:
+                return None
+            self.loads += 1
+            return ModelVectors.of(*vec.read_model_vectors(conn, dims, fingerprint))
+
+        return self.memo(("model", dims, fingerprint), load)
+
+    def collection(
+        self, conn: Any, fingerprint: str, name: str, params: str, model: ModelVectors | None
+    ) -> CollectionVectors:
+        return self.memo(
+            ("collection", fingerprint, name, params, model is not None),
+            lambda: collection_vectors(vec.collection_entries(conn, fingerprint, name, params), model),
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            self._memo.clear()
+            if self._watch is not None:
+                self._watch.close()

@@ -1,0 +1,113 @@
+"""vsearch's search path: vectors read in blocks from vec0, kept in memory while the index is
+unchanged, and the KNN fallback above the memory budget, all with the real MiniLM model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tansaku.api import Tansaku
+from tansaku.search.vector_cache import MEMORY_BUDGET_ENV
+from tansaku.store import db
+from tansaku.store import vectors as vec
+
+from .models_fixture import minilm_gguf, requires_llama, requires_minilm
+
+pytestmark = [requires_llama, requires_minilm]
+
+QUERY = "restore a single file from a snapshot"
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    path = minilm_gguf()
+    monkeypatch.setenv("TANSAKU_EMBED_MODEL", str(path))
+    monkeypatch.setenv("TANSAKU_MODEL_DIR", str(tmp_path / "models"))
+    return path
+
+
+@pytest.fixture
+def embedded(cli, model: Path, indexed: Path) -> Path:
+    result = cli("embed", "--json")
+    assert result.exit_code == 0, result.stderr
+    return indexed
+
+
+def _model_vectors_both_ways(index_path: Path) -> tuple[object, object, object, object]:
+    import numpy as np
+
+    conn = db.open_read(index_path)
+    try:
+        vec.load_extension(conn)
+        fingerprint, dims = conn.execute("SELECT fingerprint, dims FROM embed_models").fetchone()
+        count = vec.model_vector_count(conn, fingerprint)
+        blocks = np.empty(count, dtype=np.int64), np.empty((count, dims), dtype=np.float32)
+        assert vec._read_vec0_blocks(conn, dims, fingerprint, *blocks), "the vec0 layout was not recognised"
+        rows = conn.execute(
+            f"SELECT rowid, embedding FROM {vec.vec_table(dims)} WHERE fingerprint = ?", (fingerprint,)
+        ).fetchall()
+        slots = conn.execute(f"SELECT coalesce(sum(size), 0) FROM {vec.vec_table(dims)}_chunks").fetchone()[0]
+    finally:
+        conn.close()
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims)
+    return blocks, ids, matrix, slots
+
+
+def test_block_reader_matches_the_virtual_table_after_deletions(cli, embedded: Path, index_path: Path):
+    import numpy as np
+
+    # Deleting documents frees slots inside vec0's blocks: the reader must skip them.
+    (embedded / "guides" / "backups.md").unlink()
+    (embedded / "guides" / "compression.md").unlink()
+    assert cli("update").exit_code == 0
+    assert cli("embed").exit_code == 0  # drops the unlinked vectors
+    (block_ids, block_matrix), ids, matrix, slots = _model_vectors_both_ways(index_path)
+    assert slots > len(ids) > 0  # there are freed slots to skip
+    order, block_order = np.argsort(ids), np.argsort(block_ids)
+    assert np.array_equal(block_ids[block_order], ids[order])
+    assert np.array_equal(block_matrix[block_order], matrix[order])
+
+
+def test_a_kept_api_answers_from_memory_until_the_index_changes(cli, embedded: Path):
+    api = Tansaku()
+    first = api.vsearch(QUERY, limit=3)
+    again = api.vsearch("nightly backups", limit=3)
+    assert api._vector_cache().loads == 1
+    assert first.hits[0].path == "guides/backups.md" and again.hits
+    # Another writer (the CLI, its own connection) adds a document and embeds it.
+    (embedded / "guides" / "recovery.md").write_text(
+        "# Recovering one file\n\nRestore a single file from a snapshot of last night.\n", encoding="utf-8"
+    )
+    assert cli("update").exit_code == 0
+    assert cli("embed").exit_code == 0
+    after = api.vsearch(QUERY, limit=3)
+    assert api._vector_cache().loads == 2
+    assert "guides/recovery.md" in [hit.path for hit in after.hits]
+
+
+def test_over_the_memory_budget_knn_gives_the_same_top_results(embedded: Path, monkeypatch):
+    in_memory = Tansaku()
+    expected = in_memory.vsearch(QUERY, limit=5, min_score=0.0)
+    assert in_memory._vector_cache().loads == 1
+    monkeypatch.setenv(MEMORY_BUDGET_ENV, "0")
+    on_disk = Tansaku()  # as the CLI's Tansaku(keep_vectors=False)
+    found = on_disk.vsearch(QUERY, limit=5, min_score=0.0)
+    assert on_disk._vector_cache().loads == 0  # nothing was read into memory
+    assert [h.path for h in found.hits] == [h.path for h in expected.hits]
+    assert [h.chunk_lines for h in found.hits] == [h.chunk_lines for h in expected.hits]
+    for got, want in zip(found.hits, expected.hits, strict=True):
+        assert got.score == pytest.approx(want.score, abs=1e-4)
+
+
+def test_total_counts_every_document_over_the_floor(embedded: Path):
+    api = Tansaku()
+    everything = api.vsearch(QUERY, limit=None, min_score=-1.0)
+    assert everything.total == len(everything.hits) == 13  # every sample document, once each
+    limited = api.vsearch(QUERY, limit=2, min_score=-1.0)
+    assert limited.total == 13 and len(limited.hits) == 2
+    assert [h.path for h in limited.hits] == [h.path for h in everything.hits[:2]]
+    floor = everything.hits[4].score
+    above = api.vsearch(QUERY, limit=None, min_score=floor)
+    assert above.total == sum(1 for h in everything.hits if h.score >= floor)
