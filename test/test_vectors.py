@@ -93,9 +93,13 @@ def test_chunk_level_reuse_only_re_embeds_the_edited_chunk(cli, model, tmp_path:
     assert cli("collection", "add", folder, "--name", "long").exit_code == 0
     chunks = len(cli("chunks", "long/long.md", "--json").json()["chunks"])
     assert chunks >= 3
-    first = embed(cli)["collections"][0]
+    report = embed(cli)
+    first = report["collections"][0]
     assert first["embedded"] >= chunks
     assert first["windows"] > 0  # 900-token chunks do not fit MiniLM's 510-token window
+    # Rates: chunks/s counts chunks, vectors/s counts each window's vector.
+    ratio = report["vectors_per_second"] / report["chunks_per_second"]
+    assert ratio == pytest.approx(first["embedded"] / chunks, rel=1e-3)  # JSON rounds the rates
     edited = doc.read_text(encoding="utf-8").replace("Paragraph 3 talks", "Paragraph 3 speaks", 1)
     doc.write_text(edited, encoding="utf-8")
     assert cli("update").exit_code == 0

@@ -287,6 +287,7 @@ class EmbedReport:
     collections: list[CollectionEmbed]
     interrupted: bool = False
     took_ms: float = 0.0
-    chunks_per_second: float = 0.0
+    chunks_per_second: float = 0.0  # chunks that got their vectors (computed or reused)
+    vectors_per_second: float = 0.0  # vectors computed by the model (windows count one each)
     peak_memory_mb: float = 0.0
     warnings: list[Notice] = field(default_factory=list)

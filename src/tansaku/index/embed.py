@@ -193,7 +193,7 @@ def _run(
         vec.remember_model_file(conn, fingerprint, identity.path, identity.size, identity.mtime_ns)
     embedder: Embedder | None = None
     report = EmbedReport(model_path, fingerprint, prompt.name, 0, 0, [])
-    computed = 0
+    computed = chunks_done = 0
     try:
         for collection in collections:
             params = params_for(collection).fingerprint()
@@ -218,7 +218,11 @@ def _run(
             for start in range(0, len(pending), BATCH_CHUNKS):
                 batch = pending[start : start + BATCH_CHUNKS]
                 units = _units(conn, batch, params, prompt, embedder, titles, paths)
-                computed += _store_batch(conn, index_path, embedder, identity, params, units, result, force)
+                vectors, chunks = _store_batch(
+                    conn, index_path, embedder, identity, params, units, result, force
+                )
+                computed += vectors
+                chunks_done += chunks
                 if callback:
                     callback(min(start + BATCH_CHUNKS, len(pending)), len(pending), "embedding")
     except KeyboardInterrupt:
@@ -227,7 +231,8 @@ def _run(
         vec.prune(conn)
     elapsed = time.perf_counter() - started
     report.took_ms = elapsed * 1000
-    report.chunks_per_second = computed / elapsed if elapsed > 0 else 0.0
+    report.vectors_per_second = computed / elapsed if elapsed > 0 else 0.0
+    report.chunks_per_second = chunks_done / elapsed if elapsed > 0 else 0.0
     report.peak_memory_mb = _peak_memory_mb()
     return report
 
@@ -304,7 +309,8 @@ def _store_batch(
     units: list[_Unit],
     result: CollectionEmbed,
     force: bool,
-) -> int:
+) -> tuple[int, int]:
+    """Embed and link one batch; returns (vectors computed, chunks that now have their vectors)."""
     fingerprint = identity.fingerprint
     # With force nothing is reused: every text is embedded again and its vector replaced.
     known = {} if force else vec.existing_embeddings(conn, fingerprint, [u.text_sha for u in units])
@@ -331,7 +337,7 @@ def _store_batch(
     result.reused += len({(u.hash, u.seq) for u in units if u.text_sha not in computed_shas})
     result.windows += sum(1 for u in units if u.window > 0)
     result.failed += sorted({f"{u.label}: {failures[u.text_sha]}" for u in units if u.text_sha in failures})
-    return computed
+    return computed, len({(u.hash, u.seq) for u in units} - set(chunk_errors))
 
 
 def _embed_resilient(

@@ -131,7 +131,8 @@ def _embed(report: EmbedReport) -> list[str]:
         lines += [f"  failed {clean(f)}" for f in c.failed]
     seconds = report.took_ms / 1000
     lines.append(
-        f"{report.chunks_per_second:.1f} vectors/s, {seconds:.1f} s, peak {report.peak_memory_mb:.0f} MB"
+        f"{report.chunks_per_second:.1f} chunks/s ({report.vectors_per_second:.1f} vectors/s),"
+        f" {seconds:.1f} s, peak {report.peak_memory_mb:.0f} MB"
     )
     if report.interrupted:
         lines.append("interrupted: finished batches are kept; run `tansaku embed` again to continue")
