@@ -159,7 +159,7 @@ def test_colour_only_when_asked(snapshot) -> None:
 
 def test_json_search_contract() -> None:
     data = json.loads(render(SEARCH, "json"))
-    keys = {"query", "mode", "results", "total", "limit", "warnings", "took_ms", "collections"}
+    keys = {"query", "mode", "results", "total", "total_exact", "limit", "warnings", "took_ms", "collections"}
     assert set(data) == keys and data["took_ms"] == 1.2346 and data["limit"] == 3
     first, _, full = data["results"]
     hit_keys = {"docid", "score", "collection", "path", "virtual_path", "disk_path", "title", "contexts"}

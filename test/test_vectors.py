@@ -122,8 +122,18 @@ def test_vsearch_collection_filter_is_exact_for_a_small_collection(cli, model, t
     for folder, name in ((big, "big"), (tiny, "tiny")):
         assert cli("collection", "add", folder, "--name", name).exit_code == 0
     embed(cli)
-    unscoped = cli("vsearch", "restore a lost file", "-n", "5", "--json").json()["results"]
-    scoped = cli("vsearch", "restore a lost file", "-c", "tiny", "-n", "5", "--json").json()["results"]
+    unscoped_data = cli("vsearch", "restore a lost file", "-n", "5", "--json").json()
+    unscoped = unscoped_data["results"]
+    # On disk the 50 nearest of big's 80 vectors were scored: the total is a lower bound, and says so.
+    assert unscoped_data["total_exact"] is False and unscoped_data["total"] >= 5
+    footer = cli("vsearch", "restore a lost file", "-n", "5").stdout.strip().splitlines()[-1]
+    assert footer.startswith("5 of at least ")
+    everything = cli("vsearch", "restore a lost file", "--all", "--min-score", "0", "--json").json()
+    assert everything["total_exact"] is True  # --all scores every vector
+    assert len(everything["results"]) == everything["total"]
+    scoped_data = cli("vsearch", "restore a lost file", "-c", "tiny", "-n", "5", "--json").json()
+    scoped = scoped_data["results"]
+    assert scoped_data["total_exact"] is True  # tiny has fewer vectors than KNN fetched
     assert [hit["path"] for hit in scoped][:1] == ["restore.md"]
     assert {hit["collection"] for hit in scoped} == {"tiny"}
     # The CLI searches on disk (sqlite-vec KNN within the collection); a kept API, in memory.

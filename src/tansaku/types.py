@@ -70,6 +70,8 @@ class SearchResult:
     warnings: tuple[Notice, ...] = ()
     took_ms: float = 0.0
     collections: tuple[str, ...] = ()  # the collections that were searched
+    # False when only the nearest candidates were counted (vsearch on disk): total is a lower bound.
+    total_exact: bool = True
 
 
 @dataclass(frozen=True)

@@ -156,5 +156,6 @@ def results_footer(result: SearchResult) -> str:
     shown, total = len(result.hits), result.total
     if shown < total:
         more = " (use -n or --all for more)" if result.limit is not None else ""
-        return f"{shown} of {total} results{more}"
+        of = f"of {total}" if result.total_exact else f"of at least {total}"
+        return f"{shown} {of} results{more}"
     return "1 result" if shown == 1 else f"{shown} results"

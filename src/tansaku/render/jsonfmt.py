@@ -62,6 +62,7 @@ def _search(result: SearchResult) -> dict[str, Any]:
         "mode": result.mode,
         "results": [to_data(hit) for hit in result.hits],
         "total": result.total,
+        "total_exact": result.total_exact,
         "limit": result.limit,
         "warnings": to_data(result.warnings),
         "took_ms": round_float(result.took_ms),

@@ -75,7 +75,11 @@ def _search(result: SearchResult) -> list[str]:
     for hit in result.hits:
         body += _hit(hit)
     body += _warnings(result.warnings)
-    head = f"<search{attrs(query=result.query, mode=result.mode, total=result.total, limit=result.limit)}>"
+    exact = None if result.total_exact else False  # shown only when total is a lower bound
+    values = attrs(
+        query=result.query, mode=result.mode, total=result.total, total_exact=exact, limit=result.limit
+    )
+    head = f"<search{values}>"
     return [head, *_indent(body), "</search>"]
 
 

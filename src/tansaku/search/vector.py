@@ -23,8 +23,8 @@ from .snippets import best_snippet, split_lines
 from .vector_cache import CollectionVectors, ModelVectors, VectorCache, collection_vectors
 
 DEFAULT_MIN_SCORE = 0.3
-# With the KNN fallback, how many nearest vectors per collection are fetched for each wanted
-# result (several chunks of one document can be among the nearest).
+# On disk, how many nearest vectors per collection are fetched for each wanted result (several
+# chunks of one document can be among the nearest; more are fetched when they were not enough).
 KNN_OVERSAMPLE = 8
 
 
@@ -63,15 +63,18 @@ def vsearch(
 
     cache = cache or VectorCache(None)
     query = np.frombuffer(request.vector, dtype=np.float32)
-    model = cache.model(conn, request.dims, request.fingerprint)
+    # --all wants every document's score: that means reading every vector, whatever the budget.
+    model = cache.model(conn, request.dims, request.fingerprint, required=request.limit is None)
     all_scores = _AllScores(model, query)
     scored: list[tuple[CollectionVectors, Any, Any]] = []  # (vectors, entry scores, document scores)
+    total_exact = True
     for collection, params in collections:
         if model is None:
             found = _nearest(conn, request, collection.name, params)
             if found is None:
                 continue
-            vectors, entry_scores = found
+            vectors, entry_scores, exhausted = found
+            total_exact = total_exact and exhausted
         else:
             vectors = cache.collection(conn, request.fingerprint, collection.name, params, model)
             if vectors.empty:
@@ -89,6 +92,7 @@ def vsearch(
         warnings=tuple(warnings),
         took_ms=(time.perf_counter() - started) * 1000,
         collections=tuple(c.name for c, _ in collections),
+        total_exact=total_exact,
     )
 
 
@@ -112,19 +116,27 @@ class _AllScores:
 
 def _nearest(
     conn: Any, request: VectorQuery, collection: str, params: str
-) -> tuple[CollectionVectors, Any] | None:
-    """sqlite-vec's nearest chunks of one collection, as the entries they belong to and their scores."""
+) -> tuple[CollectionVectors, Any, bool] | None:
+    """sqlite-vec's nearest chunks of one collection: the entries they belong to, their scores, and
+    whether that was all of the collection's vectors (then the count of documents is exact)."""
     import numpy as np
 
-    wanted = 200 if request.limit is None else max(request.limit * KNN_OVERSAMPLE, 50)
-    nearest = vec.knn(conn, request.dims, request.fingerprint, request.vector, wanted, collection, params)
-    if not nearest:
-        return None
-    similarity = {embedding_id: 1.0 - distance for embedding_id, distance in nearest}
-    entries = vec.entries_for_embeddings(conn, request.fingerprint, collection, params, list(similarity))
+    assert request.limit is not None  # --all reads every vector: see vsearch
+    wanted = max(request.limit * KNN_OVERSAMPLE, 50)
+    while True:
+        nearest = vec.knn(conn, request.dims, request.fingerprint, request.vector, wanted, collection, params)
+        if not nearest:
+            return None
+        similarity = {embedding_id: 1.0 - distance for embedding_id, distance in nearest}
+        entries = vec.entries_for_embeddings(conn, request.fingerprint, collection, params, list(similarity))
+        exhausted = len(nearest) < wanted
+        # Many chunks of few documents can fill the nearest: fetch more until there are enough.
+        if exhausted or len(set(entries.doc_ids)) >= request.limit or wanted >= vec.KNN_MAX:
+            break
+        wanted = min(wanted * 4, vec.KNN_MAX)
     vectors = collection_vectors(entries, None)
     scores = np.array([similarity[i] for i in entries.embedding_ids], dtype=np.float64)
-    return vectors, scores
+    return vectors, scores, exhausted
 
 
 def _top_documents(

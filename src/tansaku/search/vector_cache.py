@@ -126,20 +126,26 @@ class VectorCache:
                 self._memo[key] = compute()
             return self._memo[key]  # type: ignore[no-any-return]
 
-    def model(self, conn: Any, dims: int, fingerprint: str) -> ModelVectors | None:
+    def model(self, conn: Any, dims: int, fingerprint: str, *, required: bool = False) -> ModelVectors | None:
         """The model's vectors in memory, or None when they exceed the memory budget (or it is 0:
-        a one-shot command, which would read them all for a single query)."""
+        a one-shot command, which would read them all for a single query). ``required`` reads
+        them whatever the budget (a search that must score every document)."""
 
         def load() -> ModelVectors | None:
-            if self.memory_budget <= 0:
-                return None
-            count = vec.model_vector_count(conn, fingerprint)
-            if count * dims * 4 > self.memory_budget:
-                return None
+            if not required:
+                if self.memory_budget <= 0:
+                    return None
+                if vec.model_vector_count(conn, fingerprint) * dims * 4 > self.memory_budget:
+                    return None
             self.loads += 1
             return ModelVectors.of(*vec.read_model_vectors(conn, dims, fingerprint))
 
-        return self.memo(("model", dims, fingerprint), load)
+        found = self.memo(("model", dims, fingerprint), load)
+        if found is None and required:
+            with self._lock:
+                self._memo.pop(("model", dims, fingerprint), None)
+                return self.memo(("model", dims, fingerprint), load)
+        return found
 
     def collection(
         self, conn: Any, fingerprint: str, name: str, params: str, model: ModelVectors | None

@@ -241,6 +241,10 @@ def unlinked_count(conn: Any) -> int:
     )
 
 
+# sqlite-vec refuses a larger k.
+KNN_MAX = 4096
+
+
 def knn(
     conn: Any, dims: int, fingerprint: str, query: bytes, k: int, collection: str, params: str
 ) -> list[tuple[int, float]]:
