@@ -111,3 +111,27 @@ def test_total_counts_every_document_over_the_floor(embedded: Path):
     floor = everything.hits[4].score
     above = api.vsearch(QUERY, limit=None, min_score=floor)
     assert above.total == sum(1 for h in everything.hits if h.score >= floor)
+
+
+def test_change_watch_sees_commits_and_a_replaced_file(tmp_path: Path):
+    import shutil
+    import sqlite3
+
+    path = tmp_path / "index.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    watch = db.ChangeWatch(path)
+    first = watch.token()
+    assert first is not None and watch.token() == first  # nothing changed, nothing moves
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO t VALUES (1)")
+    second = watch.token()
+    assert second != first
+    copy = tmp_path / "rebuilt.sqlite"
+    shutil.copy(path, copy)
+    copy.replace(path)  # a rebuilt index swapped in: a new file, whatever its data_version
+    third = watch.token()
+    assert third is not None and third != second and watch.token() == third
+    path.unlink()
+    assert watch.token() is None
+    watch.close()
