@@ -417,9 +417,11 @@ class Tansaku:
         """Embed chunks that have no vector for the configured model (all of them with ``force``)."""
         from .index.embed import embed_collections
         from .models.embedding import embed_model, load_embedder, prompt_format
+        from .models.threads import resolve_threads
 
         config = self.config()
         chosen = [self._collection(config, n) for n in dict.fromkeys(collections)] or config.collection_list()
+        threads = resolve_threads(self.config_path).batch
         ref = embed_model(self.config_path)
         prompt = prompt_format(ref.local_path, self.config_path)
         if not self.index_path.exists():
@@ -429,7 +431,7 @@ class Tansaku:
             chosen,
             str(ref.local_path),
             prompt,
-            lambda: load_embedder(ref.local_path, verbose=verbose),
+            lambda: load_embedder(ref.local_path, threads=threads, verbose=verbose),
             force=force,
             progress=progress,
         )
@@ -485,7 +487,10 @@ class Tansaku:
                     hint="run `tansaku embed`"
                     + (" (add -c NAME for one collection)" if len(chosen) > 1 else ""),
                 )
-            embedder = load_embedder(ref.local_path, verbose=verbose)
+            from .models.threads import resolve_threads
+
+            threads = resolve_threads(self.config_path).query
+            embedder = load_embedder(ref.local_path, threads=threads, verbose=verbose)
             vector = pack(embedder.embed([prompt.query(query)])[0])
             request = VectorQuery(query, vector, identity.fingerprint, embedder.dims, limit, min_score, full)
             return vsearch(conn, request, pairs, config.contexts, warnings, started, cache)

@@ -48,16 +48,23 @@ def _gguf_metadata(path: str, size: int, mtime_ns: int) -> dict[str, Any]:
     return read_gguf_metadata(Path(path))
 
 
-def load_embedder(path: Path, *, verbose: bool = False) -> Any:
-    """One llama.cpp embedder per model file per process (loading costs far more than a query)."""
+def load_embedder(path: Path, *, threads: int | None = None, verbose: bool = False) -> Any:
+    """One llama.cpp embedder per model file per process (loading costs far more than a query).
+
+    ``threads`` is for what the caller embeds next, and is set on every call since one embedder
+    serves all callers: a count (``ThreadSetting.query`` for a query), or None to choose by the
+    machine's load before each decode (``ThreadSetting.batch`` unless the user fixed it).
+    """
     key = str(path)
     if key not in _LOADED:
         from .llama import LlamaEmbedder
 
         try:
-            _LOADED[key] = LlamaEmbedder(key, verbose=verbose)
+            _LOADED[key] = LlamaEmbedder(key, n_threads=threads, verbose=verbose)
         except ImportError as exc:
             raise ModelMissing(str(exc), hint="pip install 'tansaku[models]'") from exc
         except (FileNotFoundError, ValueError) as exc:
             raise ModelMissing(f"cannot load the embedding model: {exc}") from exc
+    else:
+        _LOADED[key].set_threads(threads)
     return _LOADED[key]

@@ -20,6 +20,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .threads import AutoThreads, usable_cpus
+
 __all__ = ["MISSING_EXTRA", "LlamaEmbedder", "read_gguf_metadata"]
 
 MISSING_EXTRA = "the models extra is not installed: pip install 'tansaku[models]'"
@@ -75,11 +77,47 @@ class _LogSink:
 _LOG_SINK = _LogSink()
 
 
+class _Threads:
+    """The thread count of one llama.cpp context: a fixed number, or chosen before each decode.
+
+    None means automatic: the usable CPUs less those other processes keep busy (``AutoThreads``;
+    the measurements behind it are in ``threads.py``). ``llama_set_n_threads`` changes the count
+    of a live context for its next decode, so one context serves every count.
+    """
+
+    def __init__(self, llama_cpp: Any, setting: int | None) -> None:
+        self._llama_cpp = llama_cpp
+        self.set(setting)
+        self._auto: AutoThreads | None = None
+        # What the context is created with; the first ``apply`` corrects an automatic guess.
+        self.current = setting if setting is not None else usable_cpus()
+
+    def set(self, setting: int | None) -> None:
+        if setting is not None and setting < 1:
+            raise ValueError(f"threads must be at least 1, not {setting}")
+        self.setting = setting
+
+    def apply(self, ctx: Any) -> int:
+        """Set the count for the next decode of ``ctx``; returns it."""
+        if self.setting is not None:
+            wanted = self.setting
+        else:
+            if self._auto is None:
+                self._auto = AutoThreads()
+            wanted = self._auto.choose()
+        if wanted != self.current:
+            self._llama_cpp.llama_set_n_threads(ctx, wanted, wanted)
+            self.current = wanted
+        return wanted
+
+
 class LlamaEmbedder:
     """L2-normalised sentence embeddings from a GGUF file (``embedding=True``, pooling per the file).
 
-    Raises FileNotFoundError for a missing file, ValueError for a file that is not a usable GGUF
-    embedding model, ImportError when llama-cpp-python is not installed.
+    ``n_threads``: llama.cpp's threads for every decode; None (the default) chooses them before
+    each decode from the machine's load (``set_threads`` changes it later). Raises
+    FileNotFoundError for a missing file, ValueError for a file that is not a usable GGUF embedding
+    model, ImportError when llama-cpp-python is not installed.
     """
 
     def __init__(self, path: str, *, n_threads: int | None = None, verbose: bool = False) -> None:
@@ -100,7 +138,7 @@ class LlamaEmbedder:
         self._trained_window = window if isinstance(window, int) and window > 0 else None
 
         self._n_ctx = min(trained, MAX_WINDOW)
-        threads = n_threads or os.cpu_count() or 1
+        self._threads = _Threads(llama_cpp, n_threads)
         _LOG_SINK.echo = verbose
         kwargs: dict[str, Any] = {
             "embedding": True,
@@ -109,8 +147,8 @@ class LlamaEmbedder:
             # and a larger batch only packs more sequences into one quadratic attention window.
             "n_batch": self._n_ctx,
             "n_ubatch": self._n_ctx,
-            "n_threads": threads,
-            "n_threads_batch": threads,
+            "n_threads": self._threads.current,
+            "n_threads_batch": self._threads.current,
             "flash_attn": True,
             "verbose": verbose,
         }
@@ -167,6 +205,27 @@ class LlamaEmbedder:
     def pooling(self) -> str:
         return self._pooling
 
+    # -- threads ---------------------------------------------------------------------------
+
+    @property
+    def thread_setting(self) -> int | None:
+        """The fixed thread count, or None when it is chosen before each decode."""
+        return self._threads.setting
+
+    @property
+    def threads(self) -> int:
+        """The threads llama.cpp's context holds now: those of the latest decode (or of the next,
+        for a fixed setting not used yet), read back from the context."""
+        self._check_open()
+        return int(self._llama_cpp.llama_n_threads_batch(self._llm.ctx))
+
+    def set_threads(self, n_threads: int | None) -> None:
+        """Use ``n_threads`` for the next decodes; None chooses them by the machine's load."""
+        self._check_open()
+        self._threads.set(n_threads)
+        if n_threads is not None:
+            self._threads.apply(self._llm.ctx)
+
     @cached_property
     def file_sha256(self) -> str:
         return file_sha256(self._path)
@@ -215,6 +274,7 @@ class LlamaEmbedder:
         self._check_open()
         for i, text in enumerate(texts):
             self._encode(i, text)  # the same refusal of over-long texts as ``embed``
+        self._threads.apply(self._llm.ctx)
         started = time.perf_counter()
         self._llm.embed(list(texts), normalize=True, truncate=False)
         elapsed = time.perf_counter() - started
@@ -249,6 +309,7 @@ class LlamaEmbedder:
         if memory:
             # Decoder models keep a KV cache; each batch must start from an empty one.
             lc.llama_memory_clear(memory, True)
+        self._threads.apply(self._llm.ctx)
         status = lc.llama_decode(self._llm.ctx, batch)
         if status != 0:
             raise RuntimeError(f"llama.cpp failed to embed a batch (llama_decode returned {status})")
@@ -385,8 +446,8 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def _load_causal(path: str, *, n_ctx: int, n_threads: int | None, verbose: bool) -> tuple[Any, Any, float]:
-    """(llama_cpp, Llama, load seconds) for a decoder model; errors as for LlamaEmbedder."""
+def _load_causal(path: str, *, n_ctx: int, threads: _Threads, verbose: bool) -> tuple[Any, float]:
+    """(Llama, load seconds) for a decoder model; errors as for LlamaEmbedder."""
     llama_cpp = _import_llama_cpp()
     meta = read_gguf_metadata(Path(path))
     family = str(meta.get("general.architecture", ""))
@@ -397,7 +458,6 @@ def _load_causal(path: str, *, n_ctx: int, n_threads: int | None, verbose: bool)
     trained = meta.get(f"{family}.context_length")
     if isinstance(trained, int) and trained > 0:
         n_ctx = min(n_ctx, trained)
-    threads = n_threads or os.cpu_count() or 1
     _LOG_SINK.echo = verbose
     _LOG_SINK.recent.clear()
     started = time.perf_counter()
@@ -405,8 +465,8 @@ def _load_causal(path: str, *, n_ctx: int, n_threads: int | None, verbose: bool)
         llm = llama_cpp.Llama(
             model_path=path,
             n_ctx=n_ctx,
-            n_threads=threads,
-            n_threads_batch=threads,
+            n_threads=threads.current,
+            n_threads_batch=threads.current,
             # Only the last position's logits are ever read; all-position logits cost memory.
             logits_all=False,
             verbose=verbose,
@@ -414,7 +474,7 @@ def _load_causal(path: str, *, n_ctx: int, n_threads: int | None, verbose: bool)
     except (ValueError, RuntimeError) as exc:
         said = _LOG_SINK.last_error()
         raise ValueError(f"{path} could not be loaded by llama.cpp" + (f": {said}" if said else "")) from exc
-    return llama_cpp, llm, time.perf_counter() - started
+    return llm, time.perf_counter() - started
 
 
 class _CausalModel:
@@ -423,6 +483,27 @@ class _CausalModel:
     _llm: Any
     _path: str
     _closed: bool
+    _threads: _Threads
+
+    def _load(self, path: str | Path, n_ctx: int, n_threads: int | None, verbose: bool) -> None:
+        self._path = str(path)
+        self._llama_cpp = _import_llama_cpp()
+        self._threads = _Threads(self._llama_cpp, n_threads)
+        self._llm, self.load_seconds = _load_causal(
+            self._path, n_ctx=n_ctx, threads=self._threads, verbose=verbose
+        )
+        self._closed = False
+
+    @property
+    def thread_setting(self) -> int | None:
+        """The fixed thread count, or None when it is chosen before each call by the machine's load."""
+        return self._threads.setting
+
+    @property
+    def threads(self) -> int:
+        """The threads llama.cpp's context holds now (those of the latest call)."""
+        self._check_open()
+        return int(self._llama_cpp.llama_n_threads_batch(self._llm.ctx))
 
     @property
     def path(self) -> str:
@@ -464,11 +545,7 @@ class LlamaGenerator(_CausalModel):
         self, path: str | Path, *, n_ctx: int = GENERATION_WINDOW, n_threads: int | None = None,
         verbose: bool = False,
     ) -> None:  # fmt: skip
-        self._path = str(path)
-        self._llama_cpp, self._llm, self.load_seconds = _load_causal(
-            self._path, n_ctx=n_ctx, n_threads=n_threads, verbose=verbose
-        )
-        self._closed = False
+        self._load(path, n_ctx, n_threads, verbose)
         self.last_tokens = 0  # tokens produced by the latest generate(), for throughput figures
 
     def generate(
@@ -485,6 +562,7 @@ class LlamaGenerator(_CausalModel):
         # Forget the previous prompt: reusing its KV-cache prefix could change rounding, and so
         # greedy choices, between a first and a repeated call.
         self._llm.reset()
+        self._threads.apply(self._llm.ctx)
         result = self._llm.create_completion(
             prompt,
             max_tokens=max_tokens,
@@ -530,11 +608,7 @@ class LlamaYesNoScorer(_CausalModel):
         self, path: str | Path, *, n_ctx: int = GENERATION_WINDOW, n_threads: int | None = None,
         verbose: bool = False,
     ) -> None:  # fmt: skip
-        self._path = str(path)
-        self._llama_cpp, self._llm, self.load_seconds = _load_causal(
-            self._path, n_ctx=n_ctx, n_threads=n_threads, verbose=verbose
-        )
-        self._closed = False
+        self._load(path, n_ctx, n_threads, verbose)
         self._yes = self._single_tokens(_YES_SPELLINGS)
         self._no = self._single_tokens(_NO_SPELLINGS)
         if not self._yes or not self._no:
@@ -557,6 +631,7 @@ class LlamaYesNoScorer(_CausalModel):
         tokens = self._prompt_tokens(query, document)
         llm = self._llm
         llm.reset()
+        self._threads.apply(llm.ctx)
         llm.eval(tokens)
         # With logits_all=False llama-cpp-python no longer copies logits into Llama.scores, so
         # read the last output position straight from the context.
