@@ -130,7 +130,11 @@ def _pull(args: argparse.Namespace, out: Output) -> int:
     if progress:
         for ref in wanted:
             sys.stderr.write(f"pulling {ref.role}: {ref.reference}\n")
-    paths = download.pull(wanted, progress=progress)
+    try:
+        paths = download.pull(wanted, progress=progress)
+    except KeyboardInterrupt:  # main() reports the interruption itself; say that nothing is lost
+        sys.stderr.write("pull interrupted: what was downloaded is kept; `tansaku models pull` resumes it\n")
+        raise
     pulled = [registry.resolve(ref.role, config_path) for ref in wanted]
     for ref, path in zip(pulled, paths, strict=True):
         lines.append(f"{ref.role}: downloaded {ref.reference} -> {path} ({ref.size} bytes)")
