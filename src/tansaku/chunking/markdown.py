@@ -94,6 +94,7 @@ class _Scan:
         self.rules: list[int] = []
         self.complex_at: list[int] = []  # lines only CommonMark can settle
         self.top_headings: list[int] = []  # ATX headings in column 0: nothing spans them
+        self.open_fence_at_end = False  # CommonMark only: a fence is still open where the text ends
 
 
 def _scan(text: str, start: int) -> _Scan:
@@ -252,6 +253,10 @@ def _commonmark_scan(md: Any, text: str, start: int, end: int) -> _Scan:
                 out.setext.append((at(first), at(last)))
         elif tok.type == "fence":
             out.fences.append((at(first), at(last)))
+            if at(last) >= end:
+                closing = text[at(last - 1) : end].strip() if last - first > 1 else ""
+                marker = tok.markup[:1]
+                out.open_fence_at_end = not (closing and closing == marker * len(closing) >= tok.markup)
         elif tok.type == "hr":
             out.rules.append(at(first))
     return out
@@ -276,19 +281,33 @@ def _best_scan(text: str, start: int) -> _Scan:
         segment = (bounds[i], bounds[i + 1])
         if not doubtful or doubtful[-1] != segment:
             doubtful.append(segment)
-    seg_starts = [a for a, _ in doubtful]
+    seg_starts: list[int] = []
 
     def kept(pos: int) -> bool:
         i = bisect_right(seg_starts, pos) - 1
         return i < 0 or pos >= doubtful[i][1]
+
+    # The scanner can miss a fence (an HTML block it misjudged may swallow the opening line) and
+    # then take a "# line" inside it for a top heading: a segment whose parse ends inside a fence
+    # grows to the next top heading until the fence closes.
+    parsed: list[tuple[int, int, _Scan]] = []
+    for a, b in doubtful:
+        if parsed and a < parsed[-1][1]:
+            continue  # inside a segment that grew
+        part = _commonmark_scan(md, text, a, b)
+        while part.open_fence_at_end and b < len(text):
+            b = bounds[bisect_right(bounds, b)]
+            part = _commonmark_scan(md, text, a, b)
+        parsed.append((a, b, part))
+    doubtful = [(a, b) for a, b, _ in parsed]
+    seg_starts = [a for a, _ in doubtful]
 
     out = _Scan()
     out.headings = [h for h in scan.headings if kept(h[0])]
     out.setext = [x for x in scan.setext if kept(x[0])]
     out.fences = [x for x in scan.fences if kept(x[0])]
     out.rules = [x for x in scan.rules if kept(x)]
-    for a, b in doubtful:
-        part = _commonmark_scan(md, text, a, b)
+    for _, _, part in parsed:
         out.headings += part.headings
         out.setext += part.setext
         out.fences += part.fences
