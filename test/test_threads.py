@@ -101,6 +101,19 @@ def test_the_cli_reports_a_bad_setting_with_exit_code_2(cli, indexed, config_pat
     assert result.error()["code"] == "CONFIG_INVALID"
 
 
+
+def test_status_shows_the_setting_and_reports_a_bad_one(cli, indexed, config_path: Path, monkeypatch):
+    assert "model threads: auto" in cli("status").stdout
+    monkeypatch.setenv(ENV, "2")
+    assert cli("status", "--json").json()["model_threads"] == "2 [env]"
+    monkeypatch.setenv(ENV, "many")
+    result = cli("status", "--json")
+    assert result.exit_code == 0  # status reports what is wrong rather than refuse to run
+    data = result.json()
+    assert data["model_threads"] is None
+    assert [w["code"] for w in data["warnings"]] == ["USAGE"]
+
+
 # --- the automatic choice ---------------------------------------------------------------------
 
 

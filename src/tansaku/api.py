@@ -665,6 +665,7 @@ class Tansaku:
         warnings: list[Notice] = []
         schema: int | None = None
         embed_path, embed_window = self._embed_status()
+        threads = self._thread_status(warnings)
         infos: list[CollectionInfo] = [CollectionInfo(c, 0, None) for c in config.collection_list()]
         states: dict[str, str | None] = {}
         pending: list[str] = []
@@ -711,7 +712,17 @@ class Tansaku:
             grammars=tuple(sorted(available_grammars().items())),
             embed_model=embed_path,
             embed_window=embed_window,
+            model_threads=threads,
         )
+
+    def _thread_status(self, warnings: list[Notice]) -> str | None:
+        from .models.threads import resolve_threads
+
+        try:
+            return resolve_threads(self.config_path).describe()
+        except TansakuError as exc:  # status reports a bad setting; the model commands refuse it
+            warnings.append(Notice(exc.code, exc.message))
+            return None
 
 
 class NoVectors(IndexError_):

@@ -196,6 +196,7 @@ class StatusReport:
     grammars: tuple[tuple[str, bool], ...] = ()  # tree-sitter languages for --chunk-strategy auto
     embed_model: str | None = None  # the configured embedding model file, when it is present
     embed_window: int | None = None  # tokens per vector window of that model (as last used by embed)
+    model_threads: str | None = None  # the llama.cpp thread setting and where it comes from
 
 
 @dataclass(frozen=True)

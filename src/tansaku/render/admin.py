@@ -175,6 +175,8 @@ def _status(s: StatusReport) -> list[str]:
         lines.append(
             "embedding model: none on this machine (`tansaku models pull embed` or `models add embed PATH`)"
         )
+    if s.model_threads:
+        lines.append(f"model threads: {clean(s.model_threads)}")
     if s.grammars:
         have = [name for name, ok in s.grammars if ok]
         missing = [name for name, ok in s.grammars if not ok]
