@@ -97,8 +97,8 @@ def vsearch(
 
 
 class _AllScores:
-    """The query against the model's vectors: all of them in one product when a collection needs
-    most of them, else just the rows asked for."""
+    """The query against the model's vectors: all of them in one product (shared by the searched
+    collections), or only a small collection's own rows."""
 
     def __init__(self, model: ModelVectors | None, query: Any) -> None:
         self.model, self.query = model, query
