@@ -86,6 +86,17 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
 
 
 @pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The MiniLM test model as the configured embedding model, with a private models folder."""
+    from .models_fixture import minilm_gguf
+
+    path = minilm_gguf()
+    monkeypatch.setenv("TANSAKU_EMBED_MODEL", str(path))
+    monkeypatch.setenv("TANSAKU_MODEL_DIR", str(tmp_path / "models"))
+    return path
+
+
+@pytest.fixture
 def indexed(cli: Callable[..., CliResult], sample: Path) -> Path:
     result = cli("collection", "add", sample, "--name", "sample")
     assert result.exit_code == 0, result.stderr

@@ -101,7 +101,6 @@ def test_the_cli_reports_a_bad_setting_with_exit_code_2(cli, indexed, config_pat
     assert result.error()["code"] == "CONFIG_INVALID"
 
 
-
 def test_status_shows_the_setting_and_reports_a_bad_one(cli, indexed, config_path: Path, monkeypatch):
     assert "model threads: auto" in cli("status").stdout
     monkeypatch.setenv(ENV, "2")

@@ -12,19 +12,11 @@ from tansaku.search.vector_cache import MEMORY_BUDGET_ENV
 from tansaku.store import db
 from tansaku.store import vectors as vec
 
-from .models_fixture import minilm_gguf, requires_llama, requires_minilm
+from .models_fixture import requires_llama, requires_minilm
 
 pytestmark = [requires_llama, requires_minilm]
 
 QUERY = "restore a single file from a snapshot"
-
-
-@pytest.fixture
-def model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    path = minilm_gguf()
-    monkeypatch.setenv("TANSAKU_EMBED_MODEL", str(path))
-    monkeypatch.setenv("TANSAKU_MODEL_DIR", str(tmp_path / "models"))
-    return path
 
 
 @pytest.fixture

@@ -16,17 +16,9 @@ import pytest
 import sqlean
 
 from .conftest import REPO
-from .models_fixture import minilm_gguf, requires_llama, requires_minilm
+from .models_fixture import requires_llama, requires_minilm
 
 pytestmark = [requires_llama, requires_minilm]
-
-
-@pytest.fixture
-def model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    path = minilm_gguf()
-    monkeypatch.setenv("TANSAKU_EMBED_MODEL", str(path))
-    monkeypatch.setenv("TANSAKU_MODEL_DIR", str(tmp_path / "models"))
-    return path
 
 
 def embed(cli, *args: str) -> dict:
