@@ -7,6 +7,7 @@ own, or serialise calls.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import hashlib
@@ -14,6 +15,7 @@ import os
 import struct
 import sys
 import time
+import weakref
 from collections import deque
 from collections.abc import Sequence
 from functools import cached_property
@@ -111,6 +113,18 @@ class _Threads:
         return wanted
 
 
+# Models still open when the interpreter exits are closed first: left to llama_cpp's own __del__
+# during teardown, they print "Exception ignored ... 'NoneType' object is not callable".
+_OPEN: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_models() -> None:
+    for model in list(_OPEN):
+        with contextlib.suppress(Exception):
+            model.close()
+
+
 class LlamaEmbedder:
     """L2-normalised sentence embeddings from a GGUF file (``embedding=True``, pooling per the file).
 
@@ -171,6 +185,7 @@ class LlamaEmbedder:
         self._n_seq_max = min(self._n_ctx, int(llama_cpp.llama_max_parallel_sequences()))
         self._batch = llama_cpp.llama_batch_init(self._n_ctx, 0, 1)
         self._closed = False
+        _OPEN.add(self)
 
     # -- facts about the model -------------------------------------------------------------
 
@@ -493,6 +508,7 @@ class _CausalModel:
             self._path, n_ctx=n_ctx, threads=self._threads, verbose=verbose
         )
         self._closed = False
+        _OPEN.add(self)
 
     @property
     def thread_setting(self) -> int | None:
