@@ -50,9 +50,10 @@ and models are never touched. It measures:
      (``--process-runs``, after a warm-up per query), with ``/usr/bin/time -v``'s max RSS;
    - then ``mid`` (``--mid-files``), excluded from unscoped searches, is added while the kept
      object lives: its next call must re-read the vectors once (``ChangeWatch``), and ``-c mid``
-     is timed by both paths. ``mid`` holds just under a quarter of the model's vectors, the
-     largest collection whose scores ``search/vector.py: _AllScores`` computes from its own rows
-     (gathered out of the matrix) rather than from one product over the whole matrix.
+     is timed by both paths. ``mid`` holds just under a quarter of the model's vectors. Until
+     ``8451b11`` that was the largest collection whose scores ``search/vector.py: _AllScores``
+     computed from its own rows (gathered out of the matrix); since then only a collection under
+     a tenth of them is gathered, so ``-c mid`` takes one product over the whole matrix.
 
    Each call's time is split by step: the functions and methods vsearch looks up at call time
    are wrapped (``timed_phases``; nothing in ``src/`` changes).
@@ -931,8 +932,9 @@ def path_of(big: BigIndex, case: Case, run: CaseRun) -> str:
     if run.calls.get(NEAREST_PHASE):
         return "sqlite-vec KNN (on disk), one per searched collection"
     # search/vector.py: _AllScores multiplies the whole matrix once when a searched collection
-    # holds at least a quarter of the model's vectors, else only the collection's rows.
-    whole = any(big.counts[n]["vectors"] * 4 >= big.model_vectors for n in case.searched)
+    # holds at least a tenth of the model's vectors (a quarter before 8451b11), else only the
+    # collection's rows.
+    whole = any(big.counts[n]["vectors"] * 10 >= big.model_vectors for n in case.searched)
     how = "one product over the whole matrix" if whole else "a product over the collection's rows only"
     return f"in memory ({big.model_vectors:,} x {big.dims} float32, {big.matrix_mib:.0f} MiB; {how})"
 
@@ -1358,8 +1360,8 @@ def bench_part4(
             for run, what in ((kept, "kept"), (disk, "on disk")):
                 if run.short:
                     obs.add(f"{what} {mid.label}: {run.short} calls returned fewer than 10 hits")
-            # The same matrix, scored whole (big holds over a quarter of it): against -c mid, whether
-            # gathering a collection's rows first pays off just under the quarter.
+            # The same matrix, scored whole: against -c mid, which gathered its rows first until
+            # 8451b11 and is scored whole since (it holds over a tenth of the vectors).
             after = Case("big_after_mid", f"-c {BIG} (after {MID} was added)", [BIG], [BIG])
             run = run_case(lambda: api, after, chosen, timer, warm_up)
             details["kept"][after.label] = case_details(run) | {
