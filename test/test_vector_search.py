@@ -127,3 +127,38 @@ def test_change_watch_sees_commits_and_a_replaced_file(tmp_path: Path):
     path.unlink()
     assert watch.token() is None
     watch.close()
+
+
+def test_on_disk_fetches_more_neighbours_when_one_document_fills_them(cli, model, tmp_path: Path):
+    import random
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    words = [
+        "backup",
+        "snapshot",
+        "restore",
+        "archive",
+        "repository",
+        "retention",
+        "nightly",
+        "offsite",
+        "copy",
+        "file",
+    ]
+    rng = random.Random(7)
+    sections = [
+        f"## Backup part {i}\n\n" + " ".join(rng.choice(words) for _ in range(330)) + f" part {i}.\n"
+        for i in range(70)
+    ]
+    (folder / "huge.md").write_text("# Backups\n\n" + "\n".join(sections), encoding="utf-8")
+    for name in ("soup", "bread", "tea"):
+        (folder / f"{name}.md").write_text(f"# {name}\n\nHow to cook {name} at home.\n", encoding="utf-8")
+    assert cli("collection", "add", folder, "--name", "mixed").exit_code == 0
+    assert cli("embed").exit_code == 0
+    vectors = Tansaku().vsearch("restore a backup snapshot", limit=None, min_score=-1.0)
+    assert vectors.hits[0].path == "huge.md"
+    on_disk = Tansaku(keep_vectors=False)
+    found = on_disk.vsearch("restore a backup snapshot", limit=2, min_score=-1.0)
+    # The 50 nearest vectors are all the huge document's: without fetching more, one result.
+    assert [hit.path for hit in found.hits] == [hit.path for hit in vectors.hits[:2]]
