@@ -468,6 +468,9 @@ class Tansaku:
         cache.sync()
         with self._reader() as conn:
             vec.load_extension(conn)
+            # One snapshot for every read below: vectors, their chunks and the counts agree even
+            # while an `embed` commits batches (a server keeps searching during one).
+            conn.execute("BEGIN")
             identity = model_identity(conn, str(ref.local_path), prompt)
             pairs = [(c, params_for(c).fingerprint()) for c in chosen]
             counts = [
