@@ -140,6 +140,10 @@ class VectorCache:
             self.loads += 1
             return ModelVectors.of(*vec.read_model_vectors(conn, dims, fingerprint))
 
+        with self._lock:  # one model's vectors at a time: another model's are dropped
+            stale = [k for k in self._memo if k[0] in ("model", "collection") and fingerprint not in k]
+            for key in stale:
+                del self._memo[key]
         found = self.memo(("model", dims, fingerprint), load)
         if found is None and required:
             with self._lock:
