@@ -36,22 +36,28 @@ def memory_budget_bytes() -> int:
 
 @dataclass(frozen=True)
 class ModelVectors:
-    """Every vector of one model: row i of ``matrix`` is the vector of embedding ``ids[i]``."""
+    """Every vector of one model, in the order read: row i of ``matrix`` is embedding ``ids[i]``.
 
-    ids: Any  # int64[n], in the order read
+    Sorting the ids is cheap and moving the matrix is not, so ``order`` sorts them and
+    ``sorted_ids`` (= ``ids[order]``) is what lookups search.
+    """
+
+    ids: Any  # int64[n]
     matrix: Any  # float32[n, dims]
-    order: Any  # int64[n]: ids[order] ascends (sorting the ids is cheap; moving the matrix is not)
+    order: Any  # int64[n]
+    sorted_ids: Any  # int64[n]
 
     @classmethod
     def of(cls, ids: Any, matrix: Any) -> ModelVectors:
         import numpy as np
 
-        return cls(ids, matrix, np.argsort(ids, kind="stable"))
+        order = np.argsort(ids, kind="stable")
+        return cls(ids, matrix, order, ids[order])
 
     def rows_of(self, embedding_ids: Any) -> Any:
         import numpy as np
 
-        sorted_ids = self.ids[self.order]
+        sorted_ids = self.sorted_ids
         positions = np.minimum(np.searchsorted(sorted_ids, embedding_ids), max(len(self.ids) - 1, 0))
         if len(self.ids) == 0 or not np.array_equal(sorted_ids[positions], embedding_ids):
             raise vec.VectorsUnavailable(
@@ -130,37 +136,28 @@ class VectorCache:
         """The model's vectors in memory, or None when they exceed the memory budget (or it is 0:
         a one-shot command, which would read them all for a single query). ``required`` reads
         them whatever the budget (a search that must score every document)."""
+        key = ("model", dims, fingerprint)
+        with self._lock:
+            # One model's vectors at a time: another model's are dropped.
+            for stale in [k for k in self._memo if k[0] in ("model", "collection") and fingerprint not in k]:
+                del self._memo[stale]
+            if self._memo.get(key) is None and (key not in self._memo or required):
+                self._memo[key] = self._load(conn, dims, fingerprint, required)
+            return self._memo[key]  # type: ignore[no-any-return]
 
-        def load() -> ModelVectors | None:
-            if not required:
-                if self.memory_budget <= 0:
-                    return None
-                if vec.model_vector_count(conn, fingerprint) * dims * 4 > self.memory_budget:
-                    return None
-            self.loads += 1
-            return ModelVectors.of(*vec.read_model_vectors(conn, dims, fingerprint))
-
-        with self._lock:  # one model's vectors at a time: another model's are dropped
-            stale = [k for k in self._memo if k[0] in ("model", "collection") and fingerprint not in k]
-            for key in stale:
-                del self._memo[key]
-        found = self.memo(("model", dims, fingerprint), load)
-        if found is None and required:
-            with self._lock:
-                self._memo.pop(("model", dims, fingerprint), None)
-                return self.memo(("model", dims, fingerprint), load)
-        return found
+    def _load(self, conn: Any, dims: int, fingerprint: str, required: bool) -> ModelVectors | None:
+        if self.memory_budget <= 0 and not required:
+            return None
+        count = vec.model_vector_count(conn, fingerprint)
+        if count * dims * 4 > self.memory_budget and not required:
+            return None
+        self.loads += 1
+        return ModelVectors.of(*vec.read_model_vectors(conn, dims, fingerprint, count))
 
     def collection(
-        self, conn: Any, fingerprint: str, name: str, params: str, model: ModelVectors | None
+        self, conn: Any, fingerprint: str, name: str, params: str, model: ModelVectors
     ) -> CollectionVectors:
         return self.memo(
-            ("collection", fingerprint, name, params, model is not None),
+            ("collection", fingerprint, name, params),
             lambda: collection_vectors(vec.collection_entries(conn, fingerprint, name, params), model),
         )
-
-    def close(self) -> None:
-        with self._lock:
-            self._memo.clear()
-            if self._watch is not None:
-                self._watch.close()

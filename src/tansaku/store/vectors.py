@@ -309,16 +309,20 @@ def _entries(rows: Sequence[tuple[int, int, int, int]]) -> CollectionEntries:
     return CollectionEntries(*(list(column) for column in columns))
 
 
-def read_model_vectors(conn: Any, dims: int, fingerprint: str) -> tuple[Any, Any]:
+def read_model_vectors(
+    conn: Any, dims: int, fingerprint: str, expected: int | None = None
+) -> tuple[Any, Any]:
     """Every stored vector of one model as (embedding ids, float32 matrix), in no set order.
 
     Reads vec0's own tables a block of 1,024 vectors at a time when their layout is the one this
     code knows (some 20 times faster than row by row through the virtual table); any surprise in
     that layout falls back to the virtual table, so a new sqlite-vec costs speed, never results.
+    ``expected`` is the model's vector count when the caller has just read it.
     """
     import numpy as np
 
-    expected = model_vector_count(conn, fingerprint)
+    if expected is None:
+        expected = model_vector_count(conn, fingerprint)
     ids = np.empty(expected, dtype=np.int64)
     matrix = np.empty((expected, dims), dtype=np.float32)
     if _read_vec0_blocks(conn, dims, fingerprint, ids, matrix):
