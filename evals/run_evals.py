@@ -22,7 +22,8 @@ REPO = HERE.parent
 CACHE = HERE / "cache"
 SETS = HERE / "sets"
 RESULTS = HERE / "results"
-MASKS = {"python-docs": "**/*.rst.txt"}  # others: **/*.md
+# the mask each corpus is indexed with; the others: **/*.md
+MASKS = {"python-docs": "**/*.rst.txt", "py-src": "**/*.{py,rst,md}", "man-pages": "**/*.txt"}
 
 
 def tansaku(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import sqlean
 
-from tansaku.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from tansaku.store.migrations import FTS_TOKENIZER, MIGRATIONS, SCHEMA_VERSION
 
 CODE = '''"""A small module."""
 
@@ -128,6 +128,18 @@ def test_version_1_index_is_migrated_by_update(cli, sample: Path, index_path: Pa
     ]
     for table in later:
         conn.execute(f"DROP TABLE {table}")  # what the later versions added
+    # Version 5 added two FTS columns (and their stored copies): put back version 1's table.
+    conn.execute("ALTER TABLE documents DROP COLUMN fts_headings")
+    conn.execute("ALTER TABLE documents DROP COLUMN fts_options")
+    conn.execute("DROP TABLE documents_fts")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE documents_fts USING fts5(path, title, body, tokenize = '{FTS_TOKENIZER}',"
+        " content = '')"
+    )
+    conn.execute(
+        "INSERT INTO documents_fts (rowid, path, title, body) SELECT d.id, d.fts_path, d.fts_title,"
+        " coalesce(d.fts_body, c.body) FROM documents AS d JOIN content AS c ON c.hash = d.hash"
+    )
     conn.execute("PRAGMA user_version = 1")
     conn.close()
     assert cli("search", "restore", "--json").error()["code"] == "INDEX_SCHEMA_MISMATCH"

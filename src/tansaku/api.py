@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from .config import settings
 from .config.contexts import GLOBAL, normalize_context_path
-from .config.masks import expand_masks, validate_collection_name
 from .errors import (
     CollectionExists,
     CollectionNotFound,
@@ -26,29 +25,29 @@ from .errors import (
     TansakuError,
     UsageError,
 )
-from .index.progress import ProgressFactory
 from .paths import Locations, locations, virtual_path
 from .store import db
 from .store import documents as store
-from .types import (
-    ChunkView,
-    Collection,
-    CollectionInfo,
-    CollectionUpdate,
-    Context,
-    DocumentChunks,
-    DocumentSlice,
-    EmbedReport,
-    FileEntry,
-    MultiGetResult,
-    Notice,
-    SearchResult,
-    StatusReport,
-    UpdateReport,
-)
+
+# Only the result types a keyword search builds are imported here; the others are imported by the
+# methods that build them, because tansaku.types builds those dataclasses on first import (its
+# comment says why) and every command pays for what this module imports.
+from .types import Collection, Context, Notice, SearchResult
 
 if TYPE_CHECKING:
+    from .index.progress import ProgressFactory
     from .search.vector_cache import VectorCache
+    from .types import (
+        CollectionInfo,
+        CollectionUpdate,
+        DocumentChunks,
+        DocumentSlice,
+        EmbedReport,
+        FileEntry,
+        MultiGetResult,
+        StatusReport,
+        UpdateReport,
+    )
 
 
 class Tansaku:
@@ -128,6 +127,8 @@ class Tansaku:
         dry_run: bool = False,
         progress: ProgressFactory | None = None,
     ) -> UpdateReport:
+        from .config.masks import expand_masks, validate_collection_name
+
         root = Path(self.cwd or os.getcwd(), path).expanduser()
         if not root.exists():
             raise PathNotFound(f"folder {path!r} does not exist")
@@ -158,6 +159,8 @@ class Tansaku:
         return report
 
     def collections(self) -> list[CollectionInfo]:
+        from .types import CollectionInfo
+
         config = self.config()
         if not self.index_path.exists():
             return [CollectionInfo(c, 0, None) for c in config.collection_list()]
@@ -171,6 +174,7 @@ class Tansaku:
     def _infos(self, conn: db.Connection, config: settings.Config) -> list[CollectionInfo]:
         from .index.chunks import params_for
         from .store.chunks import collection_chunk_counts
+        from .types import CollectionInfo
 
         counts, states = store.collection_counts(conn), store.collection_states(conn)
         fingerprint = self._current_fingerprint(conn)
@@ -252,6 +256,8 @@ class Tansaku:
         return next(info for info in self.collections() if info.collection.name == name)
 
     def rename_collection(self, old: str, new: str) -> Collection:
+        from .config.masks import validate_collection_name
+
         config = self.config()
         collection = self._collection(config, old)
         validate_collection_name(new)
@@ -541,6 +547,7 @@ class Tansaku:
         from .index.chunks import params_for
         from .retrieve.get import resolve, split_range
         from .store import chunks as chunk_store
+        from .types import ChunkView, DocumentChunks
 
         config = self.config()
         base, _, _ = split_range(ref)
@@ -590,6 +597,8 @@ class Tansaku:
         )
 
     def ls(self, target: str | None = None) -> list[CollectionInfo] | list[FileEntry]:
+        from .types import FileEntry
+
         if not target:
             return self.collections()
         config = self.config()
@@ -662,6 +671,7 @@ class Tansaku:
         from .chunking import available_grammars
         from .index.runner import pending_summary
         from .store.migrations import SCHEMA_VERSION
+        from .types import CollectionInfo, StatusReport
 
         config = self.config()
         exists = self.index_path.exists()
@@ -766,6 +776,16 @@ def _rename_context(key: str, old: str, new: str) -> str:
     if key == prefix or key.startswith(prefix + "/"):
         return virtual_path(new) + key[len(prefix) :]
     return key
+
+
+def __getattr__(name: str) -> Any:
+    # CollectionUpdate is re-exported here (see __all__) but imported on first use, like the other
+    # result types above: only `update` builds one.
+    if name == "CollectionUpdate":
+        from .types import CollectionUpdate
+
+        return CollectionUpdate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["CollectionUpdate", "Tansaku"]

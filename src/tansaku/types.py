@@ -6,9 +6,35 @@ never query the store themselves.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar, dataclass_transform
 
 SCHEME = "tansaku"
+
+# Start-up cost. ``@dataclass`` compiles every generated method (``__init__``, ``__repr__``,
+# ``__eq__``, ...) with ``exec`` when the class is created, and a ``.pyc`` cannot cache that: with
+# all 23 classes built at import this module took about 20 ms, a sixth of a whole `tansaku search`.
+# So only the classes a keyword search returns are built at import (``@dataclass``); the others
+# (``@_deferred``) are built, exactly as ``@dataclass`` would build them, the first time anything
+# looks them up (``from tansaku.types import X``, ``tansaku.types.X``, unpickling). No instance
+# can exist before that, so nothing but start-up time can tell the two apart.
+
+_C = TypeVar("_C", bound=type)
+_DEFERRED: dict[str, tuple[type, dict[str, Any]]] = {}  # name -> (class body, dataclass options)
+_BUILD_LOCK = threading.Lock()
+
+
+@dataclass_transform(field_specifiers=(field,))  # type checkers treat these classes as dataclasses
+def _deferred(*, frozen: bool = False) -> Callable[[_C], _C]:
+    """``@dataclass(frozen=...)``, applied on the class's first look-up instead of at import."""
+
+    def register(cls: _C) -> _C:
+        _DEFERRED[cls.__name__] = (cls, {"frozen": frozen})
+        return cls
+
+    return register
 
 
 @dataclass(frozen=True)
@@ -74,7 +100,7 @@ class SearchResult:
     total_exact: bool = True
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class DocumentSlice:
     """A bounded view of one document: lines [from_line, from_line + len(lines))."""
 
@@ -93,14 +119,14 @@ class DocumentSlice:
     stale: bool = False
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class SkippedDocument:
     virtual_path: str
     size: int
     reason: str
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class MultiGetResult:
     pattern: str
     documents: tuple[DocumentSlice, ...]
@@ -110,14 +136,14 @@ class MultiGetResult:
     warnings: tuple[Notice, ...] = ()
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class SkippedFile:
     path: str
     # binary | invalid-utf8 | too-large | unreadable | symlink-outside-root | symlink-loop | not-a-file
     reason: str
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class HookRun:
     command: str
     exit_code: int
@@ -125,7 +151,7 @@ class HookRun:
     stderr: str
 
 
-@dataclass
+@_deferred()
 class CollectionUpdate:
     """What one collection's update did (or, with dry_run, would do)."""
 
@@ -146,7 +172,7 @@ class CollectionUpdate:
     failed: str | None = None  # why this collection was not updated
 
 
-@dataclass
+@_deferred()
 class UpdateReport:
     dry_run: bool
     collections: list[CollectionUpdate]
@@ -158,7 +184,7 @@ class UpdateReport:
         return all(c.failed is None for c in self.collections)
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class CollectionInfo:
     collection: Collection
     documents: int
@@ -172,7 +198,7 @@ class CollectionInfo:
     unembedded: int = 0  # chunks without a vector from the configured model (once embedding began)
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class FileEntry:
     virtual_path: str
     docid: str
@@ -181,7 +207,7 @@ class FileEntry:
     title: str
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class StatusReport:
     index_path: str
     index_exists: bool
@@ -199,7 +225,7 @@ class StatusReport:
     model_threads: str | None = None  # the llama.cpp thread setting and where it comes from
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class QueryOutcome:
     """One query of an evaluation set, run in one mode."""
 
@@ -216,7 +242,7 @@ class QueryOutcome:
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class MetricSummary:
     mode: str
     kind: str  # "all" or one query kind
@@ -231,7 +257,7 @@ class MetricSummary:
     latency_p95_ms: float
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class BenchReport:
     query_set: str
     collection: str
@@ -242,7 +268,7 @@ class BenchReport:
     record: dict[str, object]  # what makes the run reproducible (see docs/evals.md)
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class ChunkView:
     seq: int
     start_line: int
@@ -253,7 +279,7 @@ class ChunkView:
     text: str
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class DocumentChunks:
     """A document's chunks as stored (or, when not stored yet, as they would be)."""
 
@@ -270,7 +296,7 @@ class DocumentChunks:
     warnings: tuple[Notice, ...] = ()
 
 
-@dataclass
+@_deferred()
 class CollectionEmbed:
     name: str
     pending: int = 0  # chunks without a vector for the model when the run started
@@ -280,7 +306,7 @@ class CollectionEmbed:
     failed: list[str] = field(default_factory=list)  # "path#seq: error"
 
 
-@dataclass
+@_deferred()
 class EmbedReport:
     model_path: str
     fingerprint: str
@@ -294,3 +320,25 @@ class EmbedReport:
     vectors_per_second: float = 0.0  # vectors computed by the model (windows count one each)
     peak_memory_mb: float = 0.0
     warnings: list[Notice] = field(default_factory=list)
+
+
+# The deferred classes leave the module namespace, so that a look-up reaches __getattr__ (PEP 562).
+for _name in _DEFERRED:
+    del globals()[_name]
+del _name
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        cls, options = _DEFERRED[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    namespace = globals()
+    with _BUILD_LOCK:  # @dataclass must run once per class: a second run fails on a frozen class
+        if name not in namespace:
+            namespace[name] = dataclass(**options)(cls)
+    return namespace[name]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_DEFERRED})

@@ -1,7 +1,9 @@
 """Split documents into overlapping chunks of about ``max_tokens`` at the best break points.
 
 Markdown (and any unknown file type) is cut preferably at headings, then fences, rules, blank
-lines, list items and any line start; source code in a supported language, with
+lines, list items and any line start; reStructuredText (``.rst``, ``.rst.txt``, and ``.txt`` files
+that use reST markup) likewise at underlined titles, transitions and blank lines, keeping ``::``
+literal blocks and ``code-block`` bodies whole; source code in a supported language, with
 ``strategy="auto"`` and its tree-sitter grammar installed, preferably at definitions. Importing
 this package loads neither markdown-it nor tree-sitter: both are imported on first use.
 
@@ -17,6 +19,7 @@ Behaviour the callers can rely on:
   punctuation) before the limit, else at a character boundary that keeps combining marks, ZWJ
   sequences and surrogate pairs whole. Chunks holding a piece of such a line without whitespace
   are marked ``oversized``; they still respect ``max_tokens``.
+- ``headings(text, path)`` lists the headings the heading paths are made of.
 - ``heading_path`` is what is in force at the chunk's first character: a heading (or definition)
   starting on the chunk's first line counts; an overlap carries the previous section's path.
 - With a custom ``counter`` the cuts are planned with the estimate scaled to the counter's total
@@ -29,7 +32,7 @@ from bisect import bisect_right
 
 from tansaku.chunking.cutter import Cutter, Span
 from tansaku.chunking.languages import available_grammars, extension, is_code, language_for
-from tansaku.chunking.model import CHUNKER_VERSION, Chunk, ChunkingResult, ChunkParams
+from tansaku.chunking.model import CHUNKER_VERSION, Chunk, ChunkingResult, ChunkParams, Heading
 from tansaku.chunking.plan import Plan, section_paths
 from tansaku.chunking.tokens import EstimatedTokens, Ruler, TokenCounter
 
@@ -39,9 +42,11 @@ __all__ = [
     "ChunkParams",
     "ChunkingResult",
     "EstimatedTokens",
+    "Heading",
     "TokenCounter",
     "available_grammars",
     "chunk_text",
+    "headings",
 ]
 
 _DEFAULT_PARAMS = ChunkParams()
@@ -63,6 +68,7 @@ def chunk_text(
     scale = 1.0 if counter is None or total == 0 or ruler.total == 0 else total / ruler.total
     warnings: list[str] = []
     code = is_code(path)
+    rst = not code and _is_rst(text, path)
     plan: Plan | None = None
     if params.strategy == "auto" and code:
         language = language_for(path)
@@ -83,6 +89,10 @@ def chunk_text(
             heading = section_paths(plan.sections, [0])[0]
         elif code:
             heading = ()
+        elif rst:
+            from tansaku.chunking.rst import leading_heading as rst_leading_heading
+
+            heading = rst_leading_heading(text)
         else:
             from tansaku.chunking.markdown import leading_heading
 
@@ -95,6 +105,10 @@ def chunk_text(
         if code:
             plan = Plan(markdown=False)
             plan.finish()
+        elif rst:
+            from tansaku.chunking.rst import rst_plan
+
+            plan = rst_plan(text, ruler, cutter_budget)
         else:
             from tansaku.chunking.markdown import markdown_plan
 
@@ -114,6 +128,40 @@ def chunk_text(
     headings = section_paths(plan.sections, [sp.start for sp in spans], plan.titler)
     chunks = _assemble(text, spans, headings, cutter.hard_lines)
     return ChunkingResult(chunks, strategy, tuple(warnings))
+
+
+def headings(text: str, path: str) -> list[Heading]:
+    """The headings of ``text`` in document order, as chunking sees them (its heading paths are
+    made of these): Markdown headings, or reST titles in reST files.
+
+    ``path`` selects the rules like ``chunk_text``'s: a file path or just its suffix (``".md"``,
+    ``".rst.txt"``). Source code has no headings here: its definitions are found only by the
+    ``auto`` strategy's parser.
+    """
+    probe = "x" + path if path.startswith(".") and "/" not in path else path  # ".md" alone
+    if not text.strip() or is_code(probe):
+        return []
+    if _is_rst(text, probe):
+        from tansaku.chunking.rst import rst_headings
+
+        found = rst_headings(text)
+    else:
+        from tansaku.chunking.markdown import markdown_headings
+
+        found = markdown_headings(text)
+    out: list[Heading] = []
+    line, line_pos = 1, 0
+    for pos, level, title in found:  # in ascending order: count newlines once
+        line += text.count("\n", line_pos, pos)
+        line_pos = pos
+        out.append(Heading(line, level, title))
+    return out
+
+
+def _is_rst(text: str, path: str) -> bool:
+    from tansaku.chunking.rst import is_rst
+
+    return is_rst(text, path)
 
 
 def _assemble(

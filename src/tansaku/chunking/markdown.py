@@ -365,6 +365,15 @@ def heading_sections(headings: list[tuple[int, int, str | None]], n: int) -> lis
     return out
 
 
+def markdown_headings(text: str) -> list[tuple[int, int, str]]:
+    """(line start offset, level, title) of every heading, exactly as ``markdown_plan`` sees them."""
+    scan = _best_scan(text, front_matter_end(text))
+    return [
+        (pos, level, title if title is not None else heading_title(text, pos))
+        for pos, level, title in scan.headings
+    ]
+
+
 def leading_heading(text: str) -> tuple[str, ...]:
     """The heading path at offset 0, looking only at the first block (for one-chunk documents)."""
     if front_matter_end(text):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tansaku.errors import UsageError
 
 # Bump whenever the chunks produced for the same input and parameters can change: stored chunks
 # carry ``ChunkParams.fingerprint()`` so the index knows when to re-chunk.
-CHUNKER_VERSION: int = 1
+# v2: reStructuredText titles are headings (and "~~~~" under a title no longer opens a fence).
+CHUNKER_VERSION: int = 2
 
 STRATEGIES = ("regex", "auto")
 
@@ -51,6 +53,14 @@ class Chunk:
     heading_path: tuple[str, ...]  # Markdown headings, or enclosing code definitions, at the start
     text: str
     oversized: bool = False  # holds a piece of one line longer than max_tokens with nowhere to break
+
+
+class Heading(NamedTuple):
+    """A heading as the chunker sees it: the same titles, levels and order as the heading paths."""
+
+    line: int  # 1-based line where it starts (for an overlined reST title, its overline)
+    level: int  # 1 = outermost; in reST, the order in which the adornment style first appears
+    title: str
 
 
 @dataclass(frozen=True)

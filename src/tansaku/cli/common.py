@@ -7,10 +7,118 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 FORMATS = ("cli", "json", "csv", "md", "xml", "files")
+
+QUERY_WORDS_EPILOG = (
+    "Query words: every word that is not one of the options above is part of the query, in its "
+    "place, even when it starts with -: in `tansaku {command} restore -laptop`, -laptop is a query "
+    "word{meaning}. Options may come before, between or after the words. Everything after a lone "
+    "-- is the query, verbatim: put -- before query words that are also option names "
+    "(`tansaku {command} -- -n 2` searches for the text -n 2)."
+)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ArgumentParser that can give a free-text positional every word that is not an option.
+
+    argparse treats any word starting with - as an option and rejects the unknown ones, so
+    `tansaku search restore -laptop` failed (issue 9). A parser marked by add_query_argument
+    first sorts its words itself: a known option (and its values) stays an option, everything
+    else is a query word. The options are then handed to argparse as usual, so their values are
+    validated with argparse's own messages, and the query words follow a `--` so that argparse
+    never reads them as options. Unmarked parsers behave exactly like ArgumentParser.
+    """
+
+    query_words: bool = False
+
+    def parse_known_args(
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self.query_words:
+            args = self._options_then_query(list(sys.argv[1:] if args is None else args))
+        return super().parse_known_args(args, namespace)
+
+    def _options_then_query(self, words: list[str]) -> list[str]:
+        options: list[str] = []
+        query: list[str] = []
+        i = 0
+        while i < len(words):
+            word = words[i]
+            i += 1
+            if word == "--":
+                query.extend(words[i:])  # verbatim, even a second --
+                break
+            action, values = self._option(word)
+            if action is None:
+                query.append(word)
+                continue
+            options.append(word)
+            # An option takes the next words as its values whatever they look like (as getopt
+            # does), but never the `--`: `-n -- x` must stay argparse's "expected one argument".
+            while values and i < len(words) and words[i] != "--":
+                options.append(words[i])
+                i += 1
+                values -= 1
+        if not query:
+            return options  # argparse then reports the missing query in its usual words
+        return [*options, "--", *query]
+
+    def _option(self, word: str) -> tuple[argparse.Action | None, int]:
+        """The option `word` names and how many of the following words it takes, else (None, 0).
+
+        Only exact names count: no prefixes of long options (--ful is a query word, not
+        --full) and no glued short values (-nginx and -crypto are query words, not -n ginx or
+        -c rypto), except a number glued to an option that takes a number (-n3), which argparse
+        always accepted and which no one means as a query word.
+        """
+        if not word.startswith("-") or word == "-":
+            return None, 0
+        action = self._option_string_actions.get(word)
+        if action is not None:
+            return action, _value_count(action)
+        if "=" in word:
+            # --format=json and -n=3 carry their value (argparse checks it); --foo=bar is a word.
+            return self._option_string_actions.get(word.split("=", 1)[0]), 0
+        action = self._option_string_actions.get(word[:2])
+        glued = word[2:]
+        if (
+            action is not None
+            and action.type is not None
+            and _value_count(action) == 1
+            and glued.isascii()
+            and glued.isdigit()
+        ):
+            return action, 0
+        return None, 0
+
+
+def _value_count(action: argparse.Action) -> int:
+    if action.nargs is None:
+        return 1
+    if isinstance(action.nargs, int):
+        return action.nargs
+    # '?', '*' and '+' would make "is the next word a value or a query word?" a guess.
+    raise TypeError(f"{action.option_strings}: query-word parsers need options with a fixed nargs")
+
+
+def add_query_argument(parser: argparse.ArgumentParser, *, help: str, meaning: str = "") -> None:
+    """The free-text QUERY positional of search, vsearch (and later query), taking -words too.
+
+    `meaning` says what a -word does for this command, for the epilog's example.
+    """
+    if not isinstance(parser, CommandParser):
+        raise TypeError("add_query_argument needs a CommandParser (add_subparsers(parser_class=...))")
+    parser.query_words = True
+    # Prefix matching would let a query word such as --ful become --full; the word sorting
+    # above already matches exactly, and argparse must not guess on the words it is given.
+    parser.allow_abbrev = False
+    parser.add_argument("query", nargs="+", help=help)
+    command = parser.prog.split()[-1]
+    parser.epilog = QUERY_WORDS_EPILOG.format(command=command, meaning=meaning)
 
 
 def add_index_option(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from . import admin, bench, collections, models, search, vectors
-from .common import Output, add_index_option
+from .common import CommandParser, Output, add_index_option
 
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
@@ -28,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tansaku {__version__}")
     add_index_option(parser, top_level=True)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # CommandParser lets search and vsearch take query words that start with - (see common.py).
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     commands.required = True
     collections.register(commands)
     search.register(commands)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import Output, add_format_options, add_index_option, api_for
+from .common import Output, add_format_options, add_index_option, add_query_argument, api_for
 
 TERMINAL_LIMIT = 5
 SCRIPT_LIMIT = 20
@@ -59,7 +59,11 @@ def result_limit(args: argparse.Namespace, out: Output) -> int | None:
 
 def register(commands: Any) -> None:
     search = commands.add_parser("search", help="keyword search (BM25); no model needed")
-    search.add_argument("query", nargs="+", help='words, "phrases", -exclusions, prefix*')
+    add_query_argument(
+        search,
+        help='words, "phrases", -word (excludes a word), prefix*; any word that is not an option',
+        meaning=" (it excludes documents containing laptop)",
+    )
     add_result_options(
         search,
         min_score=0.0,

@@ -6,7 +6,14 @@ import argparse
 import sys
 from typing import Any
 
-from .common import DelayedProgress, Output, add_format_options, add_index_option, api_for
+from .common import (
+    DelayedProgress,
+    Output,
+    add_format_options,
+    add_index_option,
+    add_query_argument,
+    api_for,
+)
 from .search import add_result_options, result_limit
 
 EXIT_INTERRUPTED = 130
@@ -27,7 +34,11 @@ def register(commands: Any) -> None:
     embed.set_defaults(handler=_embed)
 
     vsearch = commands.add_parser("vsearch", help="search by meaning (vectors from `tansaku embed`)")
-    vsearch.add_argument("query", nargs="+", help="what you are looking for, in your own words")
+    add_query_argument(
+        vsearch,
+        help="what you are looking for, in your own words; any word that is not an option",
+        meaning=" (the whole query text is embedded)",
+    )
     add_result_options(
         vsearch,
         min_score=0.3,

@@ -7,7 +7,6 @@ to a temporary file that replaces the old one, so a crash never leaves half a co
 from __future__ import annotations
 
 import os
-import tempfile
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -125,7 +124,10 @@ def save(path: Path, config: Config) -> None:
 def write_toml(path: Path, data: dict[str, Any]) -> None:
     """Write the whole config through a temporary file that replaces the old one, so a crash
     never leaves half a config behind."""
-    import tomli_w  # only commands that change the config pay for the writer
+    # Only commands that change the config pay for the writer and tempfile (which imports random).
+    import tempfile
+
+    import tomli_w
 
     text = HEADER + tomli_w.dumps(data)
     path.parent.mkdir(parents=True, exist_ok=True)

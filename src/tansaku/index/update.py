@@ -17,6 +17,7 @@ from pathlib import Path
 from ..chunking import ChunkParams
 from ..config.masks import MaskMatcher, expand_masks
 from ..paths import is_within
+from ..sources.outline import outline
 from ..sources.reader import INDEXER_VERSION, ReadDocument, line_count, read_document
 from ..sources.walk import FoundFile, walk_collection
 from ..store import chunks as chunk_store
@@ -151,16 +152,16 @@ def _insert(
     indexed_at: str,
     chunking: _Chunking | None = None,
 ) -> None:
-    segmented = segment(doc.text)
     store.put_content(conn, doc.content_hash, doc.text)
-    store.insert_document(
-        conn,
-        _stored(collection, item, doc, indexed_at),
-        doc.text,
+    defined = outline(doc.text, item.rel_path)
+    fts = store.FtsText(
         fts_path(item.rel_path),
         segment(doc.title),
-        segmented,
+        segment(doc.text),
+        segment(defined.headings),
+        segment(defined.options),
     )
+    store.insert_document(conn, _stored(collection, item, doc, indexed_at), doc.text, fts)
     if chunking is not None and doc.content_hash not in chunking.done:
         # Chunk while the text is in memory rather than reading it back afterwards.
         chunk_one(conn, doc.content_hash, item.rel_path, doc.text, chunking.params, chunking.summary)

@@ -9,22 +9,17 @@ from __future__ import annotations
 import importlib
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tansaku import types as _types
 from tansaku.errors import TansakuError, UsageError
-from tansaku.types import (
-    BenchReport,
-    CollectionInfo,
-    Context,
-    DocumentChunks,
-    DocumentSlice,
-    EmbedReport,
-    FileEntry,
-    MultiGetResult,
-    SearchResult,
-    StatusReport,
-    UpdateReport,
-)
+from tansaku.types import SearchResult
+
+if TYPE_CHECKING:
+    from tansaku.types import DocumentSlice
+
+# The other result types are looked up as ``_types.X`` only where they are needed, after the
+# SearchResult test: tansaku.types builds them on first look-up, and a search need not pay for them.
 
 FORMATS = ("cli", "json", "csv", "md", "xml", "files")
 ADMIN_FORMATS = ("cli", "json")
@@ -53,13 +48,16 @@ def render(result: object, fmt: str, opts: RenderOptions = _DEFAULT_OPTIONS) -> 
     """Render a result in one of FORMATS; the text always ends with one newline (or is empty)."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown output format {fmt!r}", hint=f"use one of: {', '.join(FORMATS)}")
-    if isinstance(result, DocumentChunks):
+    # No result is an instance of two of these classes, so the order of the tests is free: the
+    # search result goes first, and alone, so that rendering it builds no other class.
+    if isinstance(result, SearchResult):
+        return _format_module(fmt).render(result, opts)
+    if isinstance(result, _types.DocumentSlice | _types.MultiGetResult):
+        return _format_module(fmt).render(result, opts)
+    if isinstance(result, _types.DocumentChunks):
         from tansaku.render import chunks
 
         return chunks.render(result, fmt, opts)
-    if isinstance(result, SearchResult | DocumentSlice | MultiGetResult):
-        module = importlib.import_module(f"tansaku.render.{_MODULES[fmt]}")
-        return module.render(result, opts)
     kind = admin_kind(result)
     if fmt not in ADMIN_FORMATS:
         raise UsageError(
@@ -68,10 +66,14 @@ def render(result: object, fmt: str, opts: RenderOptions = _DEFAULT_OPTIONS) -> 
             format=fmt,
             supported=list(ADMIN_FORMATS),
         )
-    text_module = "bench" if isinstance(result, BenchReport) else "admin"
+    text_module = "bench" if isinstance(result, _types.BenchReport) else "admin"
     module_name = "jsonfmt" if fmt == "json" else text_module
     module = importlib.import_module(f"tansaku.render.{module_name}")
     return module.render(result, opts)
+
+
+def _format_module(fmt: str) -> Any:
+    return importlib.import_module(f"tansaku.render.{_MODULES[fmt]}")
 
 
 def render_error(error: TansakuError, fmt: str) -> str:
@@ -87,20 +89,25 @@ def render_error(error: TansakuError, fmt: str) -> str:
 
 def admin_kind(result: object) -> str:
     """Name the non-search result (for messages); TypeError for anything we cannot render."""
-    if isinstance(result, UpdateReport):
+    if isinstance(result, _types.UpdateReport):
         return "update"
-    if isinstance(result, StatusReport):
+    if isinstance(result, _types.StatusReport):
         return "status"
-    if isinstance(result, BenchReport):
+    if isinstance(result, _types.BenchReport):
         return "bench"
-    if isinstance(result, EmbedReport):
+    if isinstance(result, _types.EmbedReport):
         return "embed"
-    if isinstance(result, CollectionInfo):
+    if isinstance(result, _types.CollectionInfo):
         return "collection show"
     if isinstance(result, dict):
         return "messages"
     if isinstance(result, list | tuple):
-        for cls, kind in ((CollectionInfo, "collection list"), (FileEntry, "ls"), (Context, "context list")):
+        kinds = (
+            (_types.CollectionInfo, "collection list"),
+            (_types.FileEntry, "ls"),
+            (_types.Context, "context list"),
+        )
+        for cls, kind in kinds:
             if result and all(isinstance(item, cls) for item in result):
                 return kind
         if not result:

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import TYPE_CHECKING
 
+from tansaku import types as _types
 from tansaku.render import RenderOptions, show_docid, shown_path, split_body
-from tansaku.types import DocumentSlice, MultiGetResult, SearchResult
+from tansaku.types import SearchResult
+
+if TYPE_CHECKING:
+    from tansaku.types import DocumentSlice, MultiGetResult
+
+# Get and multi-get results are looked up as ``_types.X`` after the search test: tansaku.types
+# builds those classes on first look-up, and printing a search result should not.
 
 SEARCH_COLUMNS = ("docid", "score", "collection", "path", "title", "context", "line", "snippet", "stale")
 DOCUMENT_COLUMNS = ("docid", "path", "line", "text")
@@ -20,11 +28,11 @@ def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOp
         writer.writerows(_search_rows(result, opts))
     else:
         writer.writerow(DOCUMENT_COLUMNS)
-        documents = result.documents if isinstance(result, MultiGetResult) else (result,)
+        documents = result.documents if isinstance(result, _types.MultiGetResult) else (result,)
         for doc in documents:
             docid, path = show_docid(doc.docid), shown_path(doc, opts)
             writer.writerows([docid, path, n, line] for n, line in enumerate(doc.lines, doc.from_line))
-        if isinstance(result, MultiGetResult):
+        if isinstance(result, _types.MultiGetResult):
             # Skipped documents have no docid (they were never read); the row keeps them visible.
             writer.writerows(
                 ["", s.virtual_path, "", f"SKIPPED: {s.reason} ({s.size} bytes)"] for s in result.skipped

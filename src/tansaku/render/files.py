@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from tansaku import types as _types
 from tansaku.render import RenderOptions, show_docid, show_score, shown_path
 from tansaku.render.terminal import clean
-from tansaku.types import DocumentSlice, MultiGetResult, SearchResult
+from tansaku.types import SearchResult
+
+if TYPE_CHECKING:
+    from tansaku.types import DocumentSlice, MultiGetResult
+
+# Get and multi-get results are looked up as ``_types.X`` after the search test: tansaku.types
+# builds those classes on first look-up, and printing a search result should not.
 
 
 def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOptions) -> str:
@@ -14,7 +23,7 @@ def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOp
         lines = [
             f"{show_docid(h.docid)},{show_score(h.score)},{clean(shown_path(h, opts))}" for h in result.hits
         ]
-    elif isinstance(result, MultiGetResult):
+    elif isinstance(result, _types.MultiGetResult):
         lines = [f"{show_docid(d.docid)},{clean(shown_path(d, opts))}" for d in result.documents]
     else:
         lines = [clean(shown_path(result, opts))]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
+from tansaku import types as _types
 from tansaku.render import (
     STALE_NOTE,
     RenderOptions,
@@ -16,7 +18,13 @@ from tansaku.render import (
     truncation_note,
 )
 from tansaku.render.terminal import clean
-from tansaku.types import DocumentSlice, Hit, MultiGetResult, Notice, SearchResult
+from tansaku.types import Hit, Notice, SearchResult
+
+if TYPE_CHECKING:
+    from tansaku.types import DocumentSlice, MultiGetResult
+
+# Get and multi-get results are looked up as ``_types.X`` after the search test: tansaku.types
+# builds those classes on first look-up, and printing a search result should not.
 
 _BACKTICKS = re.compile(r"`+")
 # Characters that could turn a title or context into markup (or raw HTML) when rendered.
@@ -47,7 +55,7 @@ def code_span(text: str) -> str:
 def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOptions) -> str:
     if isinstance(result, SearchResult):
         blocks = _search(result, opts)
-    elif isinstance(result, DocumentSlice):
+    elif isinstance(result, _types.DocumentSlice):
         blocks = _document(result, opts)
     else:
         blocks = _multi(result, opts)

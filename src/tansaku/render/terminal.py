@@ -6,7 +6,9 @@ ANSI codes are written by hand (no rich) because start-up time matters more than
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
+from tansaku import types as _types
 from tansaku.render import (
     STALE_NOTE,
     RenderOptions,
@@ -18,7 +20,13 @@ from tansaku.render import (
     split_body,
     truncation_note,
 )
-from tansaku.types import DocumentSlice, Hit, MultiGetResult, Notice, SearchResult
+from tansaku.types import Hit, Notice, SearchResult
+
+if TYPE_CHECKING:
+    from tansaku.types import DocumentSlice, MultiGetResult
+
+# Get and multi-get results are looked up as ``_types.X`` after the search test: tansaku.types
+# builds those classes on first look-up, and printing a search result should not.
 
 _RESET = "\x1b[0m"
 _STYLES = {"docid": "\x1b[33m", "score": "\x1b[2m", "path": "\x1b[36m", "title": "\x1b[1m"}
@@ -45,7 +53,7 @@ def warning_lines(warnings: tuple[Notice, ...] | list[Notice]) -> list[str]:
 def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOptions) -> str:
     if isinstance(result, SearchResult):
         return _search(result, opts)
-    if isinstance(result, DocumentSlice):
+    if isinstance(result, _types.DocumentSlice):
         return "\n".join(_document_lines(result, opts)) + "\n"
     return _multi(result, opts)
 

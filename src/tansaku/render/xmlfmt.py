@@ -9,9 +9,17 @@ because a parser would otherwise normalise them away.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
+from tansaku import types as _types
 from tansaku.render import RenderOptions, round_float, show_docid
-from tansaku.types import DocumentSlice, Hit, MultiGetResult, Notice, SearchResult
+from tansaku.types import Hit, Notice, SearchResult
+
+if TYPE_CHECKING:
+    from tansaku.types import DocumentSlice, MultiGetResult
+
+# Get and multi-get results are looked up as ``_types.X`` after the search test: tansaku.types
+# builds those classes on first look-up, and printing a search result should not.
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _TEXT_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\r": "&#13;"}
@@ -53,7 +61,7 @@ def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOp
     # opts.full_path does not apply: every element carries both the virtual and the disk path.
     if isinstance(result, SearchResult):
         lines = _search(result)
-    elif isinstance(result, DocumentSlice):
+    elif isinstance(result, _types.DocumentSlice):
         lines = _document(result)
     else:
         lines = _multi(result)

@@ -1,21 +1,27 @@
 """Turn what a user typed into an FTS5 MATCH expression that cannot be a syntax error.
 
 The user-facing syntax is deliberately small: plain words, ``"exact phrases"``, ``-negation`` (of a
-word or a phrase) and ``prefix*``. Everything else is text. Every term reaches FTS5 as a quoted
-string literal, so colons, parentheses, ``AND``/``OR``/``NOT``/``NEAR``, ``^`` and ``+`` typed by a
-user are searched for (or dropped by the tokenizer), never interpreted.
+word or a phrase) and ``prefix*``. Everything else is text. A word with punctuation inside
+(``os.path.join``, ``Py_INCREF``, ``a::b``, ``save-exact``) is an identifier: its parts are
+required, not their adjacency. ``--flag`` and ``-x`` (one character) are option names, searched
+for. Every term reaches FTS5 as a quoted string literal, so colons, parentheses,
+``AND``/``OR``/``NOT``/``NEAR``, ``^`` and ``+`` typed by a user are searched for (or dropped by
+the tokenizer), never interpreted.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from tansaku.text.cjk import has_cjk, segment_query_words
 
-Kind = Literal["word", "phrase", "prefix"]
-Mode = Literal["all", "any"]
+Kind = Literal["word", "phrase", "prefix", "ident"]
+# all: every term; clauses: any term, an identifier counting only with all its parts; any: any
+# word or part at all (the last resort before "no results").
+Mode = Literal["all", "clauses", "any"]
 
 # An optional leading "-", then a quoted phrase (an unbalanced quote runs to the end) or a word that
 # stops at whitespace or at a quote.
@@ -23,6 +29,13 @@ _TOKEN = re.compile(r'(-?)(?:"([^"]*)(?:"|\Z)|([^\s"]+))')
 # Letters and digits only: "_" is \w for Python but a separator for unicode61, and a term that
 # tokenizes to nothing would make an AND query match nothing.
 _WORD_CHAR = re.compile(r"[^\W_]")
+# What unicode61 keeps as one token: runs of letters and digits.
+_PART = re.compile(r"[^\W_]+")
+# English possessives and contractions (project's, don't) are words, not identifiers.
+_CONTRACTION = re.compile(r"['’](?:s|t|re|ll|ve|d|m)$")
+# What may be an option name after one dash (``-mtime``, ``-sh``): ASCII letters and digits.
+_OPTION_NAME = re.compile(r"[A-Za-z0-9]+")
+_HYPHENATED = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
 # FTS5 reads NUL as the end of the expression ("unterminated string"), and lone surrogates (from
 # undecodable command-line bytes) cannot be encoded for SQLite at all.
 _UNSAFE = re.compile("[\x00\ud800-\udfff]")
@@ -32,9 +45,27 @@ _MAX_CHAINED_NOTS = 64
 
 @dataclass(frozen=True)
 class Term:
-    text: str  # lower-cased; a phrase's words are separated by single spaces
+    text: str  # lower-cased; a phrase's (or identifier's) words are separated by single spaces
     kind: Kind
     negated: bool = False
+    parts: tuple[str, ...] = ()  # an identifier's parts, in order
+    prefix: bool = False  # an identifier whose last part is a prefix (``os.pa*``)
+    # Only hyphens inside (``command-line``, ``save-exact``): a name in a short query, prose in a
+    # sentence.
+    hyphenated: bool = False
+    # Written as a command-line option: ``--user``, ``-x``; on a negated term, a ``-word`` that
+    # is an option search if the index knows the option (see resolve_options).
+    option: bool = False
+
+    @property
+    def atoms(self) -> tuple[Term, ...]:
+        """What FTS5 matches one at a time: an identifier's parts, else the term itself."""
+        if self.kind != "ident":
+            return (self,)
+        last = len(self.parts) - 1
+        return tuple(
+            Term(part, "prefix" if self.prefix and i == last else "word") for i, part in enumerate(self.parts)
+        )
 
 
 @dataclass(frozen=True)
@@ -52,7 +83,11 @@ class ParsedQuery:
     @property
     def highlight_terms(self) -> tuple[str, ...]:
         """The positive terms as ``snippets.term_matcher`` expects them (prefixes end in ``*``)."""
-        return tuple(term.text + "*" if term.kind == "prefix" else term.text for term in self.positive)
+        return tuple(
+            atom.text + "*" if atom.kind == "prefix" else atom.text
+            for term in self.positive
+            for atom in term.atoms
+        )
 
 
 # English function words that carry little meaning on their own. In a query with other words they
@@ -83,7 +118,15 @@ def _has_word_char(text: str) -> bool:
 
 def _word_terms(text: str, *, prefix: bool, negated: bool) -> list[Term]:
     if not has_cjk(text):
-        return [Term(text, "prefix" if prefix else "word", negated)]
+        text = _CONTRACTION.sub("", text)
+        parts = tuple(_PART.findall(text))
+        if len(parts) > 1:
+            # os.path.join, Py_INCREF, a::b, --omit=dev, save-exact: the parts are required, their
+            # adjacency only scores (the page defining join() under "os.path" never writes the
+            # dotted name).
+            hyphenated = _HYPHENATED.fullmatch(text) is not None
+            return [Term(" ".join(parts), "ident", negated, parts, prefix, hyphenated=hyphenated)]
+        return [Term(parts[0], "prefix" if prefix else "word", negated)] if parts else []
     words = [word for word in segment_query_words(text) if _has_word_char(word)]
     if not words:
         return []
@@ -95,25 +138,66 @@ def _word_terms(text: str, *, prefix: bool, negated: bool) -> list[Term]:
     return terms
 
 
+def _dash_meaning(word: str) -> tuple[str, bool, bool]:
+    """(the word without its dashes, negated?, written as an option?) for a word.
+
+    ``--flag`` and ``-x`` (one character: ``ls -l``, ``kill -9``) name command-line options and
+    are searched for. ``-word`` excludes the word, unless the index knows it as an option name
+    (``find -mtime``): :func:`resolve_options` decides that, with the index at hand.
+    """
+    if word.startswith("--"):
+        return word.lstrip("-"), False, True
+    if word.startswith("-"):
+        rest = word[1:]
+        if len(rest.rstrip("*")) == 1:
+            return rest, False, True
+        return rest, True, _OPTION_NAME.fullmatch(rest) is not None
+    return word, False, False
+
+
+# Grouped short options (``tar -xzf``, ``du -sh``) are at most this long.
+_MAX_OPTION_GROUP = 3
+
+
+def resolve_options(parsed: ParsedQuery, is_option: Callable[[str], bool]) -> ParsedQuery:
+    """Turn each ``-word`` that ``is_option`` knows from an exclusion into an option search:
+    ``-mtime`` when ``mtime`` is an option, ``-sh`` when ``s`` and ``h`` both are."""
+    if not any(t.negated and t.option for t in parsed.terms):
+        return parsed
+    terms: list[Term] = []
+    for term in parsed.terms:
+        if not (term.negated and term.option):
+            terms.append(term)
+        elif len(term.text) <= _MAX_OPTION_GROUP and all(is_option(letter) for letter in term.text):
+            terms.extend(Term(letter, "word", option=True) for letter in term.text)
+        elif is_option(term.text):
+            terms.append(replace(term, negated=False))
+        else:
+            terms.append(replace(term, option=False))
+    return ParsedQuery(tuple(dict.fromkeys(terms)))
+
+
 def parse_query(q: str) -> ParsedQuery:
     """Split a user query into terms; unsearchable pieces (punctuation, emoji, lone ``*``) are dropped."""
     q = _UNSAFE.sub(" ", q)
     terms: list[Term] = []
     for match in _TOKEN.finditer(q):
-        negated = bool(match.group(1))
         phrase, word = match.group(2), match.group(3)
         if phrase is not None:
+            negated = bool(match.group(1))
             if _has_word_char(phrase):
                 words = segment_query_words(phrase.lower())
                 terms.append(Term(" ".join(words), "phrase", negated))
             continue
+        word, negated, option = _dash_meaning(match.group(1) + word)
         prefix = False
         if word.endswith("*"):
             stem = word.rstrip("*")
             if _has_word_char(stem):
                 word, prefix = stem, True
         if _has_word_char(word):
-            terms.extend(_word_terms(word.lower(), prefix=prefix, negated=negated))
+            found = _word_terms(word.lower(), prefix=prefix, negated=negated)
+            terms.extend(replace(term, option=True) for term in found) if option else terms.extend(found)
     # A repeated term adds nothing to the match but would inflate the matched/total term counts.
     return ParsedQuery(tuple(dict.fromkeys(terms)))
 
@@ -123,27 +207,45 @@ def _literal(text: str) -> str:
 
 
 def fts_term(term: Term) -> str:
-    """One term as an FTS5 expression (``negated`` is ignored): ``"word"``, ``"a b"`` or ``"ab" *``."""
+    """One term as an FTS5 expression (``negated`` is ignored): ``"word"``, ``"a b"``, ``"ab" *``,
+    or for an identifier its parts, all required: ``("os" AND "path" AND "join")``."""
+    if term.kind == "ident":
+        return "(" + " AND ".join(fts_term(atom) for atom in term.atoms) + ")"
     literal = _literal(term.text)
     return literal + " *" if term.kind == "prefix" else literal
+
+
+def fts_adjacent(term: Term) -> str:
+    """An identifier's parts as one phrase (adjacent, in order): what scores the exact name."""
+    literal = _literal(term.text)
+    return literal + " *" if term.prefix else literal
 
 
 def fts_expression(parsed: ParsedQuery, mode: Mode = "all") -> str | None:
     """The MATCH expression for ``parsed``, or None when it has no positive term to search for.
 
-    ``mode="all"`` requires every positive term, ``mode="any"`` at least one; negated terms always
-    exclude.
+    ``mode="all"`` requires every positive term, ``"clauses"`` at least one (an identifier with
+    all its parts), ``"any"`` at least one word or identifier part; negated terms always exclude.
     """
-    positive = [fts_term(term) for term in parsed.positive]
-    if not positive:
-        return None
     if mode == "all":
-        expression = " AND ".join(positive)
+        positive = [fts_term(term) for term in parsed.positive]
+        joiner = " AND "
+    elif mode == "clauses":
+        positive = [fts_term(term) for term in parsed.positive]
+        joiner = " OR "
     elif mode == "any":
-        expression = "(" + " OR ".join(positive) + ")"
+        atoms = dict.fromkeys(atom for term in parsed.positive for atom in term.atoms)
+        positive = [fts_term(atom) for atom in atoms]
+        joiner = " OR "
     else:
         raise ValueError(f"unknown match mode: {mode!r}")
-    negative = [fts_term(term) for term in parsed.negative]
+    if not positive:
+        return None
+    expression = joiner.join(positive)
+    if joiner == " OR ":
+        expression = "(" + expression + ")"
+    # An excluded identifier excludes the name, not every document that uses its parts.
+    negative = [fts_adjacent(t) if t.kind == "ident" else fts_term(t) for t in parsed.negative]
     if len(negative) <= _MAX_CHAINED_NOTS:
         expression += "".join(f" NOT {term}" for term in negative)
     else:

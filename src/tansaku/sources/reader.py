@@ -29,7 +29,7 @@ _UNDERLINED = re.compile(
 )
 # Bump when what is derived from a file (title, segmentation, FTS columns) changes for the same
 # bytes: `update` then re-reads every file of a collection indexed by an older version.
-INDEXER_VERSION = 2
+INDEXER_VERSION = 3
 TITLE_SEARCH_CHARS = 16_384
 # Only prose formats have headings; in code a "# comment" or a docstring closed by '"""' is not
 # a title, so code files are titled by their name.

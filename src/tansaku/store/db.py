@@ -7,7 +7,6 @@ platform), so later vector support can load sqlite-vec on the same connections.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -163,6 +162,9 @@ def _lock_file(path: Path) -> Path:
 
 
 def read_lock_holder(path: Path) -> str | None:
+    # json is imported here and in write_lock, not at the top: a read-only search never needs it.
+    import json
+
     try:
         info = json.loads(_lock_file(path).read_text(encoding="utf-8"))
         return f"pid {info['pid']} ({info['command']}, since {info['since']})"
@@ -176,6 +178,8 @@ def write_lock(conn: Connection, path: Path, command: str = "tansaku") -> Iterat
 
     Readers are not blocked (WAL). The side file only names the holder for the error message.
     """
+    import json  # see read_lock_holder
+
     try:
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:

@@ -9,8 +9,11 @@ from typing import Any
 from .chunks import prune_chunks
 from .vectors import prune_if_present as prune_vectors
 
-# Column weights for bm25(): path, title, body. Title matters most.
-BM25_WEIGHTS = (1.5, 4.0, 1.0)
+# Column weights for bm25(), in the table's column order: path, title, body, headings (headings
+# and the names a document defines), options (the command-line options it documents).
+BM25_WEIGHTS = (1.5, 4.0, 1.0, 4.0, 4.0)
+# For the words of a sentence, what a document defines is no better a signal than its body.
+PROSE_WEIGHTS = (1.5, 4.0, 1.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -124,12 +127,22 @@ def put_content(conn: Any, content_hash: str, text: str) -> None:
     conn.execute("INSERT OR IGNORE INTO content (hash, body) VALUES (?, ?)", (content_hash, text))
 
 
-def insert_document(
-    conn: Any, doc: StoredDocument, text: str, fts_path: str, fts_title: str, fts_body: str
-) -> int:
+@dataclass(frozen=True)
+class FtsText:
+    """Exactly what one document gives each FTS column (segmented already)."""
+
+    path: str
+    title: str
+    body: str
+    headings: str = ""
+    options: str = ""
+
+
+def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> int:
     cursor = conn.execute(
         "INSERT INTO documents (collection, path, hash, title, size, mtime_ns, line_count, repaired,"
-        " indexed_at, fts_path, fts_title, fts_body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " indexed_at, fts_path, fts_title, fts_body, fts_headings, fts_options)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             doc.collection,
             doc.path,
@@ -140,31 +153,42 @@ def insert_document(
             doc.line_count,
             int(doc.repaired),
             doc.indexed_at,
-            fts_path,
-            fts_title,
-            None if fts_body == text else fts_body,
+            fts.path,
+            fts.title,
+            None if fts.body == text else fts.body,
+            fts.headings,
+            fts.options,
         ),
     )
     doc_id = int(cursor.lastrowid)
-    conn.execute(
-        "INSERT INTO documents_fts (rowid, path, title, body) VALUES (?, ?, ?, ?)",
-        (doc_id, fts_path, fts_title, fts_body),
-    )
+    _fts_insert(conn, doc_id, fts)
     return doc_id
+
+
+def _fts_insert(conn: Any, doc_id: int, fts: FtsText) -> None:
+    conn.execute(
+        "INSERT INTO documents_fts (rowid, path, title, body, headings, options) VALUES (?, ?, ?, ?, ?, ?)",
+        (doc_id, fts.path, fts.title, fts.body, fts.headings, fts.options),
+    )
+
+
+def _fts_stored(conn: Any, doc_id: int) -> FtsText | None:
+    row = conn.execute(
+        "SELECT d.fts_path, d.fts_title, coalesce(d.fts_body, c.body), d.fts_headings, d.fts_options"
+        " FROM documents AS d JOIN content AS c ON c.hash = d.hash WHERE d.id = ?",
+        (doc_id,),
+    ).fetchone()
+    return None if row is None else FtsText(row[0], row[1], row[2], row[3], row[4])
 
 
 def _fts_delete(conn: Any, doc_id: int) -> None:
     """Remove a row from the contentless FTS table by replaying exactly what was inserted."""
-    row = conn.execute(
-        "SELECT d.fts_path, d.fts_title, coalesce(d.fts_body, c.body) FROM documents AS d"
-        " JOIN content AS c ON c.hash = d.hash WHERE d.id = ?",
-        (doc_id,),
-    ).fetchone()
-    if row is not None:
+    fts = _fts_stored(conn, doc_id)
+    if fts is not None:
         conn.execute(
-            "INSERT INTO documents_fts (documents_fts, rowid, path, title, body)"
-            " VALUES ('delete', ?, ?, ?, ?)",
-            (doc_id, row[0], row[1], row[2]),
+            "INSERT INTO documents_fts (documents_fts, rowid, path, title, body, headings, options)"
+            " VALUES ('delete', ?, ?, ?, ?, ?, ?)",
+            (doc_id, fts.path, fts.title, fts.body, fts.headings, fts.options),
         )
 
 
@@ -177,20 +201,14 @@ def move_document(
     conn: Any, doc_id: int, new_path: str, fts_path: str, size: int, mtime_ns: int, indexed_at: str
 ) -> None:
     """Same content at a new path: the row keeps its id; only the path tokens change in FTS."""
-    row = conn.execute(
-        "SELECT d.fts_title, coalesce(d.fts_body, c.body) FROM documents AS d"
-        " JOIN content AS c ON c.hash = d.hash WHERE d.id = ?",
-        (doc_id,),
-    ).fetchone()
+    old = _fts_stored(conn, doc_id)
     _fts_delete(conn, doc_id)
     conn.execute(
         "UPDATE documents SET path = ?, fts_path = ?, size = ?, mtime_ns = ?, indexed_at = ? WHERE id = ?",
         (new_path, fts_path, size, mtime_ns, indexed_at, doc_id),
     )
-    conn.execute(
-        "INSERT INTO documents_fts (rowid, path, title, body) VALUES (?, ?, ?, ?)",
-        (doc_id, fts_path, row[0], row[1]),
-    )
+    if old is not None:
+        _fts_insert(conn, doc_id, FtsText(fts_path, old.title, old.body, old.headings, old.options))
 
 
 def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
@@ -254,13 +272,17 @@ def all_paths(conn: Any) -> list[tuple[str, str]]:
 
 # --- keyword search -----------------------------------------------------------------------------
 
-_WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
+
+def _weights(weights: Sequence[float]) -> str:
+    return ", ".join(str(float(w)) for w in weights)
 
 
-def keyword_search(conn: Any, expression: str, collection: str, limit: int | None) -> list[tuple[int, float]]:
+def keyword_search(
+    conn: Any, expression: str, collection: str, limit: int | None, weights: Sequence[float] = BM25_WEIGHTS
+) -> list[tuple[int, float]]:
     """(document id, raw bm25) best first, for one collection. bm25 is negative: lower is better."""
     sql = (
-        f"SELECT f.rowid AS id, bm25(documents_fts, {_WEIGHTS}) AS score FROM documents_fts AS f"
+        f"SELECT f.rowid AS id, bm25(documents_fts, {_weights(weights)}) AS score FROM documents_fts AS f"
         " JOIN documents AS d ON d.id = f.rowid"
         " WHERE documents_fts MATCH ? AND d.collection = ? ORDER BY score, d.path"
     )
@@ -293,7 +315,20 @@ def phrase_frequency(conn: Any, expression: str) -> int:
     )
 
 
-def phrase_bm25(conn: Any, expression: str, ids: Sequence[int]) -> dict[int, float]:
+def option_defined(conn: Any, name: str) -> bool:
+    """Whether any document lists ``name`` as a command-line option (the options column)."""
+    expression = 'options : "' + name.replace('"', '""') + '"'
+    return (
+        conn.execute(
+            "SELECT 1 FROM documents_fts WHERE documents_fts MATCH ? LIMIT 1", (expression,)
+        ).fetchone()
+        is not None
+    )
+
+
+def phrase_bm25(
+    conn: Any, expression: str, ids: Sequence[int], weights: Sequence[float] = BM25_WEIGHTS
+) -> dict[int, float]:
     """Raw bm25 of one phrase for these documents (absent = the document does not contain it).
 
     The match runs once and the ids are filtered here: a ``rowid IN (...)`` constraint makes
@@ -303,7 +338,8 @@ def phrase_bm25(conn: Any, expression: str, ids: Sequence[int]) -> dict[int, flo
         return {}
     wanted = set(ids)
     rows = conn.execute(
-        f"SELECT rowid, bm25(documents_fts, {_WEIGHTS}) FROM documents_fts WHERE documents_fts MATCH ?",
+        f"SELECT rowid, bm25(documents_fts, {_weights(weights)}) FROM documents_fts"
+        " WHERE documents_fts MATCH ?",
         (expression,),
     )
     return {row[0]: row[1] for row in rows if row[0] in wanted}

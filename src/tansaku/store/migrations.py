@@ -146,6 +146,27 @@ CREATE TABLE llm_cache (
 ) WITHOUT ROWID;
 """
 
+# Keyword search weighs what a document defines (headings, documented names, option names; see
+# sources/outline.py) in two columns of their own. FTS5 cannot add columns, so the table is made
+# again and refilled from what each row stored, with the new columns empty; the indexer version
+# that comes with this schema makes the next `update` re-read every file and fill them.
+_V5_STEPS = (
+    "ALTER TABLE documents ADD COLUMN fts_headings TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE documents ADD COLUMN fts_options TEXT NOT NULL DEFAULT ''",
+    "DROP TABLE documents_fts",
+    f"CREATE VIRTUAL TABLE documents_fts USING fts5(path, title, body, headings, options,"
+    f" tokenize = '{FTS_TOKENIZER}', content = '')",
+    "INSERT INTO documents_fts (rowid, path, title, body, headings, options)"
+    " SELECT d.id, d.fts_path, d.fts_title, coalesce(d.fts_body, c.body), '', ''"
+    " FROM documents AS d JOIN content AS c ON c.hash = d.hash",
+)
+
+
+def _v5(conn: Any) -> None:
+    for statement in _V5_STEPS:
+        conn.execute(statement)
+
+
 Migration = Callable[[Any], None]
 
 
@@ -158,7 +179,7 @@ def _script(sql: str) -> Migration:
     return run
 
 
-MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4)]
+MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4), _v5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
