@@ -962,7 +962,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if no_bytecode is not None:
         lines.append(
-            "whole-process English search with no bytecode cache (PYTHONDONTWRITEBYTECODE=1): "
+            "whole-process English search with PYTHONDONTWRITEBYTECODE=1 and no sandbox cache (an "
+            "editable install then compiles tansaku on every run; a regular one still has pip's .pyc): "
             f"median {_fmt(no_bytecode['median'])}, p90 {_fmt(no_bytecode['p90'])} (n={no_bytecode['n']})"
         )
     failed = [f.label for f in figures if not f.passed]

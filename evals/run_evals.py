@@ -18,6 +18,10 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bm25_or  # noqa: E402  (a sibling script, not a package)
+
 REPO = HERE.parent
 CACHE = HERE / "cache"
 SETS = HERE / "sets"
@@ -66,7 +70,11 @@ def run_set(set_path: Path, env: dict[str, str]) -> dict:
     )
     if result.returncode != 0:
         raise SystemExit(f"bench {set_path.name} failed:\n{result.stderr}")
-    return json.loads(record.read_text(encoding="utf-8"))
+    report = json.loads(record.read_text(encoding="utf-8"))
+    # The plain BM25-OR reference run on the same index, beside every ranking change (issue 9).
+    reference = bm25_or.run(set_path, corpus, Path(env["TANSAKU_INDEX_PATH"]))
+    report["summaries"] += reference["summaries"]
+    return report
 
 
 def markdown(reports: list[dict], command: str) -> str:
@@ -77,6 +85,8 @@ def markdown(reports: list[dict], command: str) -> str:
         "set are in `evals/results/SET.json`. Metrics: Hit@k = share of queries with a judged",
         "document in the top k; MRR@10; nDCG@10 with grade 2 for the primary answer and 1 for the",
         "other judged documents. Latency is in-process, per query, after one warm-up query per kind.",
+        "`bm25-or` is the reference run (`evals/bm25_or.py`): plain FTS5 BM25 over the query's words",
+        "OR-ed, on the same index; every `search` kind should be at or above it.",
         "",
     ]
     for report in reports:
@@ -103,7 +113,7 @@ def markdown(reports: list[dict], command: str) -> str:
                 s[key] for key in ("hit_at_1", "hit_at_3", "hit_at_5", "hit_at_10", "mrr_at_10", "ndcg_at_10")
             )
             cells = [s["mode"], s["kind"], str(s["queries"]), *(f"{v:.3f}" for v in scores)]
-            cells += [f"{s['latency_p50_ms']:.1f}", f"{s['latency_p95_ms']:.1f}"]
+            cells += [f"{s[key]:.1f}" if key in s else "–" for key in ("latency_p50_ms", "latency_p95_ms")]
             lines.append("| " + " | ".join(cells) + " |")
         if report["warnings"]:
             lines += ["", "Warnings:"]

@@ -24,7 +24,7 @@ from tansaku import types
 SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "sample"
 
 # What a keyword search builds; everything else in tansaku.types is deferred.
-SEARCH_TYPES = {"Notice", "Collection", "Context", "Snippet", "Hit", "SearchResult"}
+SEARCH_TYPES = {"Notice", "Collection", "Snippet", "Hit", "SearchResult"}
 # Imported only by commands that need them (writes, collection add), never by a search.
 NOT_FOR_SEARCH = {"tempfile", "tomli_w", "tansaku.config.masks", "tansaku.index.progress"}
 

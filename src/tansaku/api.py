@@ -32,7 +32,7 @@ from .store import documents as store
 # Only the result types a keyword search builds are imported here; the others are imported by the
 # methods that build them, because tansaku.types builds those dataclasses on first import (its
 # comment says why) and every command pays for what this module imports.
-from .types import Collection, Context, Notice, SearchResult
+from .types import Collection, Notice, SearchResult
 
 if TYPE_CHECKING:
     from .index.progress import ProgressFactory
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .types import (
         CollectionInfo,
         CollectionUpdate,
+        Context,
         DocumentChunks,
         DocumentSlice,
         EmbedReport,
@@ -621,6 +622,8 @@ class Tansaku:
     # --- contexts -----------------------------------------------------------------------------
 
     def add_context(self, path: str, text: str) -> Context:
+        from .types import Context
+
         if not text.strip():
             raise UsageError("context text is empty")
         config = self.config()
@@ -634,6 +637,8 @@ class Tansaku:
         return self.config().context_list()
 
     def remove_context(self, path: str) -> Context:
+        from .types import Context
+
         config = self.config()
         key = path if path in config.contexts else normalize_context_path(path, config.collections, self.cwd)
         if key not in config.contexts:

@@ -56,7 +56,7 @@ class Collection:
     chunk_strategy: str = "regex"  # "regex" | "auto" (tree-sitter cut points for code files)
 
 
-@dataclass(frozen=True)
+@_deferred(frozen=True)
 class Context:
     path: str  # "/" for global, else a virtual path such as tansaku://notes/meetings
     text: str

@@ -10,10 +10,13 @@ import os
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigInvalid
-from ..types import Collection, Context
+from ..types import Collection
+
+if TYPE_CHECKING:
+    from ..types import Context  # built on first use (see tansaku.types); a search never needs it
 
 HEADER = "# tansaku configuration. Edit by hand or with `tansaku collection ...` / `tansaku context ...`.\n"
 DEFAULT_MASKS = ("**/*.md",)
@@ -31,6 +34,8 @@ class Config:
         return [self.collections[name] for name in sorted(self.collections)]
 
     def context_list(self) -> list[Context]:
+        from ..types import Context
+
         return [Context(path=p, text=t) for p, t in sorted(self.contexts.items(), key=_context_order)]
 
     def with_collection(self, collection: Collection) -> Config:

@@ -345,6 +345,24 @@ def phrase_bm25(
     return {row[0]: row[1] for row in rows if row[0] in wanted}
 
 
+def phrase_bm25_among(
+    conn: Any, expression: str, ids: Sequence[int], weights: Sequence[float] = BM25_WEIGHTS
+) -> dict[int, float]:
+    """``phrase_bm25`` evaluated for these documents only: cheaper than one pass over every match
+    when the phrase is in most documents and the candidates are few."""
+    found: dict[int, float] = {}
+    for start in range(0, len(ids), 500):
+        batch = list(ids[start : start + 500])
+        marks = ",".join("?" * len(batch))
+        rows = conn.execute(
+            f"SELECT rowid, bm25(documents_fts, {_weights(weights)}) FROM documents_fts"
+            f" WHERE documents_fts MATCH ? AND rowid IN ({marks})",
+            (expression, *batch),
+        )
+        found.update((row[0], row[1]) for row in rows)
+    return found
+
+
 def documents_with_hashes(conn: Any, hashes: Sequence[str]) -> list[StoredDocument]:
     found: list[StoredDocument] = []
     for start in range(0, len(hashes), 500):
