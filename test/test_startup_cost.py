@@ -8,7 +8,10 @@ deferred class, once looked up, is the same dataclass ``@dataclass`` makes at im
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import dataclasses
+import io
 import os
 import pickle
 import shutil
@@ -20,6 +23,8 @@ import pytest
 
 import tansaku.types as types_module
 from tansaku import types
+from tansaku.cli import main as cli_main
+from tansaku.cli.common import CommandParser
 
 SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "sample"
 
@@ -112,3 +117,113 @@ def test_api_still_exports_collection_update():
 
     assert tansaku.api.CollectionUpdate is types.CollectionUpdate
     assert set(tansaku.api.__all__) == {"CollectionUpdate", "Tansaku"}
+
+
+def _commands(parser: argparse.ArgumentParser) -> set[str]:
+    (action,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return set(action.choices)
+
+
+def test_every_command_is_mapped_to_the_module_that_registers_it():
+    # A command missing from the map would still run, but only through the slow full parser.
+    assert set(cli_main._COMMAND_GROUPS) == _commands(cli_main.build_parser())
+    for module in cli_main._GROUPS:
+        parser = argparse.ArgumentParser()
+        module.register(parser.add_subparsers(parser_class=CommandParser))
+        mapped = {name for name, owner in cli_main._COMMAND_GROUPS.items() if owner is module}
+        assert _commands(parser) == mapped, module.__name__
+
+
+@pytest.mark.parametrize(
+    ("argv", "group"),
+    [
+        (["search", "x"], "search"),
+        (["--index", "work", "chunks", "a.md"], "search"),
+        (["--index=work", "ls"], "collections"),
+        (["context", "list"], "admin"),
+        (["vsearch", "x"], "vectors"),
+        (["-h"], None),
+        (["--version"], None),
+        (["--ind", "work", "search", "x"], None),  # argparse accepts the prefix; we do not guess
+        (["--index", "-5", "search", "x"], None),
+        (["serch", "x"], None),
+        ([], None),
+    ],
+)
+def test_command_group(argv: list[str], group: str | None):
+    found = cli_main._command_group(argv)
+    assert (found.__name__.rsplit(".", 1)[-1] if found else None) == group
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[object, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            result: object = sorted(vars(parser.parse_args(argv)).items())
+        except SystemExit as exc:
+            result = exc.code
+    return result, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        "search restore -laptop --json",
+        "search",
+        "search -h",
+        "--index w search -n x y",
+        "get a.md --bogus",
+        "collection bogus",
+        "context add /",
+        "models",
+        "bench s.jsonl --mode nope",
+        "serch x",
+        "--index",
+        "--index -5 search x",
+        "-h",
+    ],
+)
+def test_the_narrowed_parser_parses_and_fails_like_the_full_one(argv: str):
+    words = argv.split()
+    assert _parse(cli_main.build_parser(words), words) == _parse(cli_main.build_parser(), words)
+
+
+REGISTERED_PROBE = """
+import argparse, io, sys
+import tansaku.cli.main as m
+from tansaku.text import cjk
+built, real_build = [], m.build_parser
+def spy(argv=None):
+    built.append(real_build(argv))
+    return built[-1]
+m.build_parser = spy
+real, sys.stdout = sys.stdout, io.StringIO()
+code = m.main(["search", '"nightly backups"', "restore", "--json"])
+sys.stdout = real
+(sub,) = [a for a in built[0]._actions if isinstance(a, argparse._SubParsersAction)]
+print(code, sorted(sub.choices), cjk._cjk_run.cache_info().currsize, cjk._cjk_char.cache_info().currsize)
+"""
+
+
+def test_search_builds_only_its_group_and_compiles_no_cjk_pattern(tmp_path: Path):
+    sample = tmp_path / "s"
+    shutil.copytree(SAMPLE, sample)
+    env = {
+        **os.environ,
+        "TANSAKU_CONFIG_DIR": str(tmp_path / "config"),
+        "TANSAKU_INDEX_PATH": str(tmp_path / "index.sqlite"),
+    }
+    add = [sys.executable, "-m", "tansaku", "collection", "add", str(sample), "--name", "s"]
+    subprocess.run(add, env=env, capture_output=True, check=True)
+    probe = [sys.executable, "-c", REGISTERED_PROBE]
+    result = subprocess.run(probe, env=env, capture_output=True, text=True)
+    assert result.stdout.strip() == "0 ['chunks', 'get', 'multi-get', 'search'] 0 0", result.stderr
+
+
+def test_cjk_patterns_still_apply_to_cjk_text():
+    from tansaku.text.cjk import has_cjk, segment, segment_query_words
+
+    assert has_cjk("backup 復元") and not has_cjk("backup") and not has_cjk("café")
+    assert segment_query_words("a\tb  c\n") == ["a", "b", "c"]
+    assert segment_query_words("restore 復元") == ["restore", *segment_query_words("復元")]
+    assert segment("x復元y").startswith("x ") and segment("x復元y").endswith(" y")

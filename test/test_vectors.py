@@ -313,3 +313,18 @@ def test_a_failing_chunk_is_reported_and_skipped(cli, model, index_path: Path):
         .pending
         == 0
     )
+
+
+@pytest.mark.usefixtures("indexed")
+def test_a_new_chunker_version_reuses_every_unchanged_vector(cli, model, monkeypatch):
+    first = embed(cli)["collections"][0]
+    assert first["embedded"] > 0
+    import tansaku.chunking.model as chunk_model
+
+    # The next chunker cuts the same texts the same way: every chunk is re-made, no vector is.
+    monkeypatch.setattr(chunk_model, "CHUNKER_VERSION", chunk_model.CHUNKER_VERSION + 1)
+    assert cli("update").exit_code == 0
+    second = embed(cli)["collections"][0]
+    assert second["embedded"] == 0, second
+    assert second["reused"] == first["embedded"], second
+    assert cli("vsearch", "restore a file", "--json").exit_code == 0

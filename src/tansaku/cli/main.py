@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from .. import __version__
 from . import admin, bench, collections, models, search, vectors
@@ -19,8 +20,55 @@ from .common import CommandParser, Output, add_index_option
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
+# The registering modules, in the order their commands are listed by --help.
+_GROUPS: tuple[ModuleType, ...] = (collections, search, admin, vectors, models, bench)
+# Which module registers each command. Building all ~40 parsers costs ~13 ms, most of a search's
+# start-up, so a run registers only its own command's group (test_startup_cost checks that this
+# map names every command).
+_COMMAND_GROUPS: dict[str, ModuleType] = {
+    "collection": collections,
+    "ls": collections,
+    "search": search,
+    "get": search,
+    "multi-get": search,
+    "chunks": search,
+    "update": admin,
+    "status": admin,
+    "context": admin,
+    "embed": vectors,
+    "vsearch": vectors,
+    "models": models,
+    "bench": bench,
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def _command_group(argv: Sequence[str]) -> ModuleType | None:
+    """The module that registers the command `argv` runs, or None when every group is needed.
+
+    None for anything but a known command word, optionally after top-level `--index NAME` or
+    `--index=NAME`: -h (whose help lists every command), --version, an abbreviated --index, a
+    missing command or an unknown word all get the full parser, so that argparse's help and
+    error messages (which list the command choices) stay exactly what they were.
+    """
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--index":
+            if i + 1 < len(argv) and argv[i + 1].startswith("-"):
+                return None  # argparse will reject the missing value; let it do so in full
+            i += 2
+        elif word.startswith("--index="):
+            i += 1
+        else:
+            return _COMMAND_GROUPS.get(word)  # an option such as -h or --version: not a key
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The tansaku parser; given the words to parse, only with the sub-parsers they can reach.
+
+    Without `argv` (docgen, tests) every command is registered.
+    """
     parser = argparse.ArgumentParser(
         prog="tansaku",
         description="Local-first search for your own documents (探索: search).",
@@ -31,18 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
     # CommandParser lets search and vsearch take query words that start with - (see common.py).
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     commands.required = True
-    collections.register(commands)
-    search.register(commands)
-    admin.register(commands)
-    vectors.register(commands)
-    models.register(commands)
-    bench.register(commands)
+    group = None if argv is None else _command_group(argv)
+    for module in (group,) if group is not None else _GROUPS:
+        module.register(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(words)
+    args = parser.parse_args(words)
     out = Output.from_args(args)
     try:
         return int(args.handler(args, out) or 0)

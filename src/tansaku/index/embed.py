@@ -17,7 +17,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..chunking import CHUNKER_VERSION
 from ..models.llama import file_sha256
 from ..models.prompts import PromptFormat
 from ..store import db
@@ -40,9 +39,19 @@ class Embedder(Protocol):
     def count_tokens(self, text: str) -> int: ...
 
 
+# Bump only if the text given to the model for the same chunk text could change without its hash
+# changing (never so far).
+EMBEDDED_TEXT_VERSION = 1
+
+
 @dataclass(frozen=True)
 class ModelIdentity:
-    """What a vector depends on besides its text: the file, the prompt format, the chunker."""
+    """What a vector depends on besides its text: the file and the prompt format.
+
+    Not the chunker version: a vector is keyed by the exact text embedded (heading path and
+    chunk), so a new chunker costs only the chunks whose text changed, and ``embed`` relinks the
+    rest. The ``c1`` suffix is kept (it was ``c`` + the chunker version, 1, until chunker 2) so
+    vectors made before keep their fingerprint."""
 
     path: str
     sha256: str
@@ -52,7 +61,7 @@ class ModelIdentity:
 
     @property
     def fingerprint(self) -> str:
-        return f"{self.sha256[:16]}:{self.prompt.name}:c{CHUNKER_VERSION}"
+        return f"{self.sha256[:16]}:{self.prompt.name}:c{EMBEDDED_TEXT_VERSION}"
 
 
 def model_identity(conn: Any, path: str, prompt: PromptFormat) -> ModelIdentity:

@@ -16,13 +16,13 @@ from .hits import make_hit
 from .query import (
     ParsedQuery,
     Term,
-    fts_adjacent,
     fts_expression,
     fts_term,
     parse_query,
     required_terms,
     resolve_options,
 )
+from .scoring import COMMON_MATCHES, NAME_WEIGHTS, PROSE_WEIGHTS, Scored, rescore
 from .snippets import best_snippet
 
 # FTS5 orders candidates; tansaku re-scores this many per collection (and per candidate query),
@@ -34,25 +34,6 @@ POOL = 200
 STRICT_CLAUSES = 2
 # The share of a long query's terms below which the best results get PARTIAL_MATCH.
 MIN_SHOULD_MATCH = 0.5
-# The coordination factor's exponent: each document's BM25 sum is multiplied by the IDF-weighted
-# share of the query's terms it contains, raised to this. Measured on evals/sets (0, 0.5, 1, 2):
-# anything above 0 lost on paraphrases and how-tos (the long pages that contain every common word
-# win) and gained nothing elsewhere, so BM25's own sum decides; the strict rule above and the
-# IDF floor below keep documents with every rare term on top.
-COORD_POWER = 0.0
-# How much an identifier's parts in order (the exact name) add, relative to the parts alone.
-ADJACENCY_WEIGHT = 1.0
-# The IDF of a term in over half the documents. FTS5 clamps it to 1e-6, which makes a common word
-# worthless; Lucene's smoothed IDF keeps it at ln 2, which lets common words of a long question
-# outvote its one rare word (paraphrases lost 0.05 MRR). A small floor sits between.
-IDF_FLOOR = 0.05
-# What a document that defines a name (a heading or definition, an option list entry) gains, in
-# units of the name's IDF there.
-DEFINES_BONUS = 2.0
-# Above this many matching documents a term's BM25 parts are computed for the candidates only.
-COMMON_MATCHES = 5_000
-NAME_WEIGHTS = store.BM25_WEIGHTS
-PROSE_WEIGHTS = store.PROSE_WEIGHTS
 
 
 @dataclass(frozen=True)
@@ -60,22 +41,6 @@ class SearchOptions:
     limit: int | None = 5  # None = all
     min_score: float = 0.0
     full: bool = False
-
-
-def normalize(x: float) -> float:
-    """Map a non-negative BM25 sum into 0..1, monotonically: x / (1 + x)."""
-    return x / (1.0 + x)
-
-
-def fts_idf(n_docs: int, df: int) -> float:
-    """The IDF FTS5 uses inside bm25(): clamped to 1e-6 for terms in over half the documents."""
-    return max(math.log((n_docs - df + 0.5) / (df + 0.5)), 1e-6)
-
-
-def term_idf(n_docs: int, df: int) -> float:
-    """BM25's IDF with a floor, so a word in most documents of a small collection still counts
-    a little (its documents do not all score 0.00) without outvoting the rare words."""
-    return max(math.log((n_docs - df + 0.5) / (df + 0.5)), IDF_FLOOR)
 
 
 def name_terms(parsed: ParsedQuery, clauses: ParsedQuery) -> set[Term]:
@@ -111,21 +76,31 @@ def search(
     strict = n_clauses <= STRICT_CLAUSES
     pool = None if options.limit is None else max(POOL, options.limit * 4)
     weights = NAME_WEIGHTS if names else PROSE_WEIGHTS
-    candidates, total = _candidates(conn, fts_expression(clauses, "all"), collections, pool, weights)
+    candidates: dict[int, float] = {}
+    total = _candidates(conn, fts_expression(clauses, "all"), collections, pool, weights, candidates)
+    complete = set(candidates)
     if not strict:
         # Long queries rank, they do not filter: documents with any term are candidates. The
         # documents with every term come first from their own query, so a flood of documents
         # with one frequent word cannot push them out of the pool.
-        more, total = _candidates(conn, fts_expression(clauses, "clauses"), collections, pool, weights)
-        candidates = list(dict.fromkeys(candidates + more))
+        selective = _selective(conn, clauses)
+        total = _candidates(
+            conn,
+            fts_expression(selective, "clauses"),
+            collections,
+            pool,
+            weights,
+            candidates,
+            counted=fts_expression(clauses, "clauses"),
+        )
     if not candidates:
         # Last resort: any word at all, identifier parts on their own included ("No results."
         # must mean that nothing matches).
-        candidates, total = _candidates(conn, fts_expression(clauses, "any"), collections, pool, weights)
+        total = _candidates(conn, fts_expression(clauses, "any"), collections, pool, weights, candidates)
     if not candidates and len(parsed.positive) > len(clauses.positive):
         # ... and the optional stopwords too: "zebrafish the" is not "No results." if "the" exists.
-        candidates, total = _candidates(conn, fts_expression(parsed, "any"), collections, pool, weights)
-    scored, absent = rescore(conn, parsed, clauses, names, candidates)
+        total = _candidates(conn, fts_expression(parsed, "any"), collections, pool, weights, candidates)
+    scored, absent = rescore(conn, parsed, clauses, names, candidates, complete, short=strict)
     best = max((item.clauses for item in scored), default=0.0)
     needed = n_clauses if strict else math.ceil(n_clauses * MIN_SHOULD_MATCH)
     if scored and (best < needed or absent):
@@ -160,111 +135,39 @@ def _candidates(
     collections: Sequence[Collection],
     pool: int | None,
     weights: Sequence[float],
-) -> tuple[list[int], int]:
-    """Best-first document ids per collection (each collection gets its own pool) and the total."""
-    ids: list[int] = []
+    found: dict[int, float],
+    counted: str | None = None,
+) -> int:
+    """Add best-first document ids per collection (each collection gets its own pool) to
+    ``found``, with FTS5's raw bm25 for the expression; returns how many documents match
+    ``counted`` (default: the expression)."""
     total = 0
     if expression is None:
-        return ids, total
+        return total
+    # Filtering by collection joins every match with its document row (30 ms for 35,000 matches):
+    # needless when the one collection searched is the whole index.
+    whole_index = len(collections) == 1 and store.sole_collection(conn) == collections[0].name
     for collection in collections:
-        rows = store.keyword_search(conn, expression, collection.name, pool, weights)
-        ids.extend(doc_id for doc_id, _ in rows)
+        scope = None if whole_index else collection.name
+        rows = store.keyword_search(conn, expression, scope, pool, weights)
+        for doc_id, raw in rows:
+            found.setdefault(doc_id, raw)
         full_pool = pool is not None and len(rows) == pool
-        total += store.keyword_count(conn, expression, collection.name) if full_pool else len(rows)
-    return ids, total
+        if (counted is not None and counted != expression) or full_pool:
+            total += store.keyword_count(conn, counted or expression, scope)
+        else:
+            total += len(rows)
+    return total
 
 
-@dataclass
-class Scored:
-    doc_id: int
-    score: float  # 0..1
-    clauses: float  # how many terms matched (an identifier with some of its parts counts a share)
-
-
-class _Parts:
-    """BM25 parts of single FTS5 expressions for the candidates, each computed once."""
-
-    def __init__(self, conn: Any, ids: Sequence[int]) -> None:
-        self.conn = conn
-        self.ids = ids
-        self.n_docs = max(store.document_total(conn), 1)
-        self._cache: dict[tuple[str, tuple[float, ...]], tuple[int, dict[int, float]]] = {}
-        self._df: dict[str, int] = {}
-
-    def df(self, expression: str) -> int:
-        if expression not in self._df:
-            self._df[expression] = store.phrase_frequency(self.conn, expression)
-        return self._df[expression]
-
-    def get(self, expression: str, weights: Sequence[float]) -> tuple[int, dict[int, float]]:
-        """(df, {doc id: the expression's BM25 part, with ``term_idf`` for FTS5's IDF})."""
-        key = (expression, tuple(weights))
-        if key not in self._cache:
-            df = self.df(expression)
-            found: dict[int, float] = {}
-            if df:
-                factor = term_idf(self.n_docs, df) / fts_idf(self.n_docs, df)
-                # One pass over every match costs ~1 ms per 1,000 matches: for a word in most of
-                # 100,000 documents, asking for the few candidates alone is far cheaper.
-                common = df > COMMON_MATCHES and df > 4 * len(self.ids)
-                scan = store.phrase_bm25_among if common else store.phrase_bm25
-                raw = scan(self.conn, expression, self.ids, weights)
-                found = {doc_id: abs(value) * factor for doc_id, value in raw.items()}
-            self._cache[key] = (df, found)
-        return self._cache[key]
-
-
-def rescore(
-    conn: Any, parsed: ParsedQuery, clauses: ParsedQuery, names: set[Term], ids: Sequence[int]
-) -> tuple[list[Scored], list[str]]:
-    """Score candidates: BM25 recomputed per term, so FTS5's IDF can be replaced and each term
-    can weigh the columns its own way (a name counts most in headings and option lists).
-
-    BM25 is a sum over query phrases, so asking FTS5 for each phrase alone gives exact per-term
-    parts. Optional stopwords add their part when present. An identifier scores its parts, plus
-    its parts as one phrase (the exact name). Also returns the required terms that no document
-    contains.
-    """
-    if not ids:
-        return [], []
-    parts = _Parts(conn, ids)
-    sums = dict.fromkeys(ids, 0.0)
-    clause_weight: dict[Term, float] = {}
-    matched_share: dict[Term, dict[int, float]] = {}
-    required = set(clauses.positive)
-    short = len(required) <= STRICT_CLAUSES
-    for term in parsed.positive:
-        weights = NAME_WEIGHTS if term in names else PROSE_WEIGHTS
-        shares: dict[int, float] = {}
-        for atom in term.atoms:
-            for doc_id, value in parts.get(fts_term(atom), weights)[1].items():
-                sums[doc_id] += value
-                shares[doc_id] = shares.get(doc_id, 0.0) + 1.0 / len(term.atoms)
-        if term.kind == "ident":
-            for doc_id, value in parts.get(fts_adjacent(term), weights)[1].items():
-                sums[doc_id] += ADJACENCY_WEIGHT * value
-        if short and term in names and not term.hyphenated:
-            # Defining a name outweighs mentioning it, however long the defining page is (BM25's
-            # length normalisation alone ranks os.rst.txt, 180 KB, below pages quoting os.environ).
-            name = fts_adjacent(term) if term.kind == "ident" else fts_term(term)
-            column = "options" if term.option else "headings"
-            df, found = parts.get(f"{column} : {name}", weights)
-            for doc_id in found:
-                sums[doc_id] += DEFINES_BONUS * term_idf(parts.n_docs, df)
-        if term in required:
-            df = parts.df(fts_term(term))
-            clause_weight[term] = term_idf(parts.n_docs, max(df, 1))
-            matched_share[term] = shares
-    absent = [t.text for t in clauses.positive if parts.df(fts_term(t)) == 0]
-    total_weight = sum(clause_weight.values()) or 1.0
-    scored = []
-    for doc_id in ids:
-        matched = sum(shares.get(doc_id, 0.0) for shares in matched_share.values())
-        if not matched and not sums[doc_id]:
-            continue
-        coord = sum(w * matched_share[t].get(doc_id, 0.0) for t, w in clause_weight.items()) / total_weight
-        scored.append(Scored(doc_id, normalize(sums[doc_id] * coord**COORD_POWER), matched))
-    return scored, absent
+def _selective(conn: Any, clauses: ParsedQuery) -> ParsedQuery:
+    """The terms that choose a long query's candidates: not those in more than COMMON_MATCHES
+    documents, unless every term is (FTS5 scores every document an OR matches to order them, and a
+    document with nothing but a frequent word of the question is a poor candidate anyway)."""
+    kept = [t for t in clauses.positive if store.phrase_frequency(conn, fts_term(t)) <= COMMON_MATCHES]
+    if not kept:
+        return clauses
+    return ParsedQuery((*kept, *clauses.negative))
 
 
 def _hits(

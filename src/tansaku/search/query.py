@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from tansaku.text.cjk import has_cjk, segment_query_words
@@ -56,6 +56,9 @@ class Term:
     # Written as a command-line option: ``--user``, ``-x``; on a negated term, a ``-word`` that
     # is an option search if the index knows the option (see resolve_options).
     option: bool = False
+    # An identifier as typed (lower-cased, without leading dashes): ``os.path.join``. Checked
+    # against what a document defines, where ``os_environ`` must not pass for ``os.environ``.
+    written: str = field(default="", compare=False)
 
     @property
     def atoms(self) -> tuple[Term, ...]:
@@ -125,7 +128,10 @@ def _word_terms(text: str, *, prefix: bool, negated: bool) -> list[Term]:
             # adjacency only scores (the page defining join() under "os.path" never writes the
             # dotted name).
             hyphenated = _HYPHENATED.fullmatch(text) is not None
-            return [Term(" ".join(parts), "ident", negated, parts, prefix, hyphenated=hyphenated)]
+            ident = Term(
+                " ".join(parts), "ident", negated, parts, prefix, hyphenated=hyphenated, written=text
+            )
+            return [ident]
         return [Term(parts[0], "prefix" if prefix else "word", negated)] if parts else []
     words = [word for word in segment_query_words(text) if _has_word_char(word)]
     if not words:

@@ -1,0 +1,246 @@
+"""How keyword search scores its candidates: BM25 per term, names weighed by what documents define.
+
+``keyword.py`` finds candidates with FTS5 (which also orders them by its own bm25); this module
+turns them into scores. BM25 is a sum over query phrases, so asking FTS5 for one phrase's bm25 at
+a time gives exact per-term parts, and each part can then get its own IDF and column weights.
+That costs one pass over the phrase's matches (about 1.5 µs a match), so it is done only where it
+changes something: for names, and for terms FTS5 scores as worthless. A sentence of ordinary
+words keeps FTS5's own sum from finding the candidates.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..store import documents as store
+from .query import ParsedQuery, Term, fts_adjacent, fts_term
+
+# How much an identifier's parts in order (the exact name) add, relative to the parts alone.
+ADJACENCY_WEIGHT = 1.0
+# The IDF of a term in over half the documents. FTS5 clamps it to 1e-6, which makes a common word
+# worthless; Lucene's smoothed IDF keeps it at ln 2, which lets common words of a long question
+# outvote its one rare word (paraphrases lost 0.05 MRR). A small floor sits between.
+IDF_FLOOR = 0.05
+# What a document that defines a name (a heading or definition, an option list entry) gains, in
+# units of the name's IDF there.
+DEFINES_BONUS = 2.0
+# A term in more than this share of the documents and more than COMMON_MATCHES of them is common:
+# its parts (at the IDF floor, tiny) are not read, and it is assumed present in every candidate
+# (reading it costs 0.1-0.3 s per word at 100,000 documents). Below COMMON_MATCHES the pass is
+# cheap and every score is exact.
+COMMON_FRACTION = 0.5
+COMMON_MATCHES = 20_000
+# Column weights (path, title, body, headings, options): a name counts most where it is defined.
+NAME_WEIGHTS = store.BM25_WEIGHTS
+PROSE_WEIGHTS = store.PROSE_WEIGHTS
+# The IDF FTS5 gives a term in over half the documents.
+_FTS_IDF_CLAMP = 1e-6
+
+
+@dataclass
+class Scored:
+    doc_id: int
+    score: float  # 0..1
+    clauses: float  # how many terms matched (an identifier with some of its parts counts a share)
+
+
+def normalize(x: float) -> float:
+    """Map a non-negative BM25 sum into 0..1, monotonically: x / (1 + x)."""
+    return x / (1.0 + x)
+
+
+def fts_idf(n_docs: int, df: int) -> float:
+    """The IDF FTS5 uses inside bm25(): clamped to 1e-6 for terms in over half the documents."""
+    return max(math.log((n_docs - df + 0.5) / (df + 0.5)), _FTS_IDF_CLAMP)
+
+
+def term_idf(n_docs: int, df: int) -> float:
+    """BM25's IDF with a floor, so a word in most documents of a small collection still counts
+    a little (its documents do not all score 0.00) without outvoting the rare words."""
+    return max(math.log((n_docs - df + 0.5) / (df + 0.5)), IDF_FLOOR)
+
+
+class _Parts:
+    """Per-expression facts about the candidates (document frequency, BM25 parts, presence),
+    each read from FTS5 once."""
+
+    def __init__(self, conn: Any, ids: Sequence[int]) -> None:
+        self.conn = conn
+        self.ids = ids
+        self.n_docs = max(store.document_total(conn), 1)
+        self._df: dict[str, int] = {}
+        self._bm25: dict[tuple[str, tuple[float, ...]], dict[int, float]] = {}
+        self._present: dict[str, set[int]] = {}
+
+    def df(self, expression: str) -> int:
+        if expression not in self._df:
+            self._df[expression] = store.phrase_frequency(self.conn, expression)
+        return self._df[expression]
+
+    def common(self, expression: str) -> bool:
+        df = self.df(expression)
+        return df > COMMON_FRACTION * self.n_docs and df > COMMON_MATCHES
+
+    def bm25(self, expression: str, weights: Sequence[float]) -> dict[int, float]:
+        """{candidate: the expression's BM25 part with ``term_idf``}; empty for a common one."""
+        key = (expression, tuple(weights))
+        if key not in self._bm25:
+            df = self.df(expression)
+            found: dict[int, float] = {}
+            if df and not self.common(expression):
+                factor = term_idf(self.n_docs, df) / fts_idf(self.n_docs, df)
+                raw = store.phrase_bm25(self.conn, expression, self.ids, weights)
+                found = {doc_id: abs(value) * factor for doc_id, value in raw.items()}
+            self._bm25[key] = found
+        return self._bm25[key]
+
+    def seed(self, expression: str, weights: Sequence[float], raw: Mapping[int, float]) -> None:
+        """Take the expression's parts from a search that already computed its bm25."""
+        df = self.df(expression)
+        if df and not self.common(expression):
+            factor = term_idf(self.n_docs, df) / fts_idf(self.n_docs, df)
+            self._bm25[(expression, tuple(weights))] = {d: abs(v) * factor for d, v in raw.items()}
+
+    def present(self, expression: str) -> set[int] | None:
+        """The candidates that contain the expression; None for a common one (assumed in all)."""
+        if self.common(expression):
+            return None
+        if expression not in self._present:
+            self._present[expression] = store.phrase_documents(self.conn, expression, self.ids)
+        return self._present[expression]
+
+
+def rescore(
+    conn: Any,
+    parsed: ParsedQuery,
+    clauses: ParsedQuery,
+    names: set[Term],
+    candidates: Mapping[int, float],
+    complete: set[int],
+    *,
+    short: bool,
+) -> tuple[list[Scored], list[str]]:
+    """Score the candidates; also return the required terms that no document contains.
+
+    ``candidates`` maps each document to FTS5's bm25 for the query that found it (the required
+    terms, OR-ed or AND-ed, with the prose column weights when ``names`` is empty); ``complete``
+    are the candidates known to contain every required term.
+
+    - A query without names keeps FTS5's sum and only corrects it where FTS5 is off: a term in
+      over half the documents gets ``IDF_FLOOR`` instead of 1e-6, and optional stopwords add
+      their parts.
+    - A query with names is summed term by term: a name weighs the headings and options columns,
+      an identifier adds its parts as one phrase (the exact name), and in a short query a
+      document that defines the name gains ``DEFINES_BONUS`` times its IDF there.
+    """
+    if not candidates:
+        return [], []
+    ids = list(candidates)
+    parts = _Parts(conn, ids)
+    if len(parsed.terms) == 1 and len(parsed.terms[0].atoms) == 1 and names:
+        # One word: FTS5's bm25 in finding the candidates was that word's part already.
+        parts.seed(fts_term(parsed.terms[0]), NAME_WEIGHTS, candidates)
+    required = set(clauses.positive)
+    prose = not names
+    sums = {doc_id: abs(raw) for doc_id, raw in candidates.items()} if prose else dict.fromkeys(ids, 0.0)
+    shares: dict[Term, dict[int, float]] = {}
+    summed_any = False
+    for term in parsed.positive:
+        weights = NAME_WEIGHTS if term in names else PROSE_WEIGHTS
+        share: dict[int, float] = {}
+        for atom in term.atoms:
+            expression = fts_term(atom)
+            if prose and term in required:
+                present = _floor_correction(parts, expression, weights, sums, complete)
+            elif term not in required and parts.df(expression) > COMMON_MATCHES:
+                continue  # a frequent optional stopword: next to nothing, at a pass's cost
+            else:
+                found = parts.bm25(expression, weights)
+                summed_any = summed_any or bool(found)
+                for doc_id, value in found.items():
+                    sums[doc_id] += value
+                present = None if parts.common(expression) else set(found)
+            for doc_id in ids if present is None else present:
+                share[doc_id] = share.get(doc_id, 0.0) + 1.0 / len(term.atoms)
+        if term.kind == "ident":
+            for doc_id, value in parts.bm25(fts_adjacent(term), weights).items():
+                sums[doc_id] += ADJACENCY_WEIGHT * value
+        if short and term in names and not term.hyphenated:
+            _add_definition_bonus(conn, parts, term, weights, sums)
+        if term in required:
+            shares[term] = share
+    if not prose and not summed_any:
+        # Only common words, all at the IDF floor: FTS5's bm25, rescaled from its clamp to the
+        # floor, is then the exact sum.
+        for doc_id, raw in candidates.items():
+            sums[doc_id] += abs(raw) * IDF_FLOOR / _FTS_IDF_CLAMP
+    absent = [t.text for t in clauses.positive if parts.df(fts_term(t)) == 0]
+    scored = [
+        Scored(doc_id, normalize(sums[doc_id]), sum(share.get(doc_id, 0.0) for share in shares.values()))
+        for doc_id in ids
+    ]
+    return scored, absent
+
+
+def _floor_correction(
+    parts: _Parts, expression: str, weights: Sequence[float], sums: dict[int, float], complete: set[int]
+) -> set[int] | None:
+    """For a required term already in FTS5's sum: lift its IDF from FTS5's clamp to the floor
+    where FTS5 clamped it (and it is affordable); return the candidates that contain it."""
+    df = parts.df(expression)
+    fts, ours = fts_idf(parts.n_docs, df), term_idf(parts.n_docs, df)
+    if df and fts < ours and not parts.common(expression):
+        found = parts.bm25(expression, weights)  # with ``ours``; FTS5's sum has it with ``fts``
+        for doc_id, value in found.items():
+            sums[doc_id] += value * (1.0 - fts / ours)
+        return set(found)
+    if len(complete) == len(parts.ids):
+        return None  # every candidate has every required term
+    return parts.present(expression)
+
+
+def _add_definition_bonus(
+    conn: Any, parts: _Parts, term: Term, weights: Sequence[float], sums: dict[int, float]
+) -> None:
+    """Defining a name outweighs mentioning it, however long the defining page is (BM25's length
+    normalisation alone ranks os.rst.txt, 180 KB, below short pages quoting os.environ)."""
+    name = fts_adjacent(term) if term.kind == "ident" else fts_term(term)
+    column = "options" if term.option else "headings"
+    expression = f"{column} : {name}"
+    found = parts.bm25(expression, weights)
+    bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(expression))
+    for doc_id in _defining(conn, term, column, found):
+        sums[doc_id] += bonus
+
+
+_ROLE = re.compile(r":[\w:]+:`|`")
+
+
+def _defines(line: str, name: str, *, lone_word: bool) -> bool:
+    entry = _ROLE.sub("", line).strip().lower()
+    if entry == name or entry.endswith("." + name):
+        return True
+    # A lone word also counts as the subject of a title: "rsync - a fast, versatile ..." (a man
+    # page's NAME line), ":mod:`textwrap` --- Text wrapping", not "rsync-ssl - a helper".
+    return lone_word and entry.startswith((name + " ", name + ",", name + "("))
+
+
+def _defining(conn: Any, term: Term, column: str, ids: Iterable[int]) -> list[int]:
+    """The documents among ``ids`` that define ``term`` itself: for an identifier, a defined name
+    that is it or ends with it (``os.path.join``, ``pathlib.Path.read_text`` for
+    ``Path.read_text``), not one that only has the same tokens (``BaseHandler.os_environ``)."""
+    ids = list(ids)
+    name = term.written if term.kind == "ident" else term.text
+    if not name or term.kind not in ("ident", "word"):
+        return ids
+    defined = store.defined_names(conn, ids, column)
+    lone_word = term.kind == "word" and column == "headings"
+    return [
+        doc_id
+        for doc_id in ids
+        if any(_defines(line, name, lone_word=lone_word) for line in defined.get(doc_id, []))
+    ]
