@@ -61,8 +61,12 @@ def register(commands: Any) -> None:
     search = commands.add_parser("search", help="keyword search (BM25); no model needed")
     add_query_argument(
         search,
-        help='words, "phrases", -word (excludes a word), prefix*; any word that is not an option',
-        meaning=" (it excludes documents containing laptop)",
+        help='words, "phrases", -word (excludes a word), prefix*, names (os.path.join), options'
+        " (--user, -x); any word that is not an option",
+        meaning=(
+            " (it excludes documents containing laptop, unless the index lists -laptop as a"
+            ' command-line option; -"laptop" always excludes; --flag and -x are searched for)'
+        ),
     )
     add_result_options(
         search,

@@ -31,7 +31,8 @@ DEFINES_BONUS = 2.0
 # A term in more than this share of the documents and more than COMMON_MATCHES of them is common:
 # its parts (at the IDF floor, tiny) are not read, and it is assumed present in every candidate
 # (reading it costs 0.1-0.3 s per word at 100,000 documents). Below COMMON_MATCHES the pass is
-# cheap and every score is exact.
+# cheap and every score is exact. In a sentence (where FTS5's own sum is kept), a word in more
+# than COMMON_MATCHES documents is not read at all: its presence is assumed.
 COMMON_FRACTION = 0.5
 COMMON_MATCHES = 20_000
 # Column weights (path, title, body, headings, options): a name counts most where it is defined.
@@ -192,8 +193,12 @@ def _floor_correction(
     """For a required term already in FTS5's sum: lift its IDF from FTS5's clamp to the floor
     where FTS5 clamped it (and it is affordable); return the candidates that contain it."""
     df = parts.df(expression)
+    if df > COMMON_MATCHES:
+        # Too many matches to read for a correction of at most IDF_FLOOR, or for the presence of
+        # a word found in a fifth of the index or more: assumed present.
+        return None
     fts, ours = fts_idf(parts.n_docs, df), term_idf(parts.n_docs, df)
-    if df and fts < ours and not parts.common(expression):
+    if df and fts < ours:
         found = parts.bm25(expression, weights)  # with ``ours``; FTS5's sum has it with ``fts``
         for doc_id, value in found.items():
             sums[doc_id] += value * (1.0 - fts / ours)
