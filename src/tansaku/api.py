@@ -454,6 +454,18 @@ class Tansaku:
         full: bool = False,
         verbose: bool = False,
     ) -> SearchResult:
+        return self._vsearch(query, collections, limit, min_score, full, verbose)[0]
+
+    def _vsearch(
+        self,
+        query: str,
+        collections: Sequence[str],
+        limit: int | None,
+        min_score: float,
+        full: bool,
+        verbose: bool,
+    ) -> tuple[SearchResult, float]:
+        """The vector results, and the share of the query's tokens the embedder does not know."""
         import time as _time
 
         from .index.chunks import params_for
@@ -503,7 +515,55 @@ class Tansaku:
             embedder = load_embedder(ref.local_path, threads=threads, verbose=verbose)
             vector = pack(embedder.embed([prompt.query(query)])[0])
             request = VectorQuery(query, vector, identity.fingerprint, embedder.dims, limit, min_score, full)
-            return vsearch(conn, request, pairs, config.contexts, warnings, started, cache)
+            result = vsearch(conn, request, pairs, config.contexts, warnings, started, cache)
+            return result, embedder.unknown_share(query)
+
+    def query(
+        self,
+        query: str,
+        *,
+        collections: Sequence[str] = (),
+        limit: int | None = 5,
+        min_score: float = 0.0,
+        full: bool = False,
+        candidate_limit: int = 40,
+        explain: bool = False,
+    ) -> SearchResult:
+        """Keyword and vector results fused by weighted Reciprocal Rank Fusion (hybrid/).
+
+        Without vectors or an embedding model the keyword results come back alone, with the
+        warning that says why (``VECTORS_UNAVAILABLE``, ``MODEL_MISSING``), never an error.
+        """
+        import time as _time
+
+        from .errors import ModelMissing
+        from .hybrid.pipeline import hybrid_query
+
+        started = _time.perf_counter()
+        pool = max(candidate_limit, limit or 0) if limit is not None else None
+        keyword = self.search(query, collections=collections, limit=pool, full=full)
+        vector, unknown, warnings = None, 0.0, []
+        try:
+            vector, unknown = self._vsearch(query, collections, pool, 0.0, full, False)
+        except NoVectors as exc:
+            warnings.append(
+                Notice("VECTORS_UNAVAILABLE", f"{exc.message}; keyword results only ({exc.hint})")
+            )
+        except ModelMissing as exc:
+            hint = f" ({exc.hint})" if exc.hint else ""
+            warnings.append(Notice("MODEL_MISSING", f"{exc.message}; keyword results only{hint}"))
+        return hybrid_query(
+            query,
+            keyword,
+            vector,
+            unknown_share=unknown,
+            limit=limit,
+            min_score=min_score,
+            candidate_limit=candidate_limit if limit is not None else _UNLIMITED,
+            explain=explain,
+            warnings=warnings,
+            started=started,
+        )
 
     def get(
         self,
@@ -741,6 +801,10 @@ class Tansaku:
         except TansakuError as exc:  # status reports a bad setting; the model commands refuse it
             warnings.append(Notice(exc.code, exc.message))
             return None
+
+
+# `query --all`: every fused document.
+_UNLIMITED = 1 << 30
 
 
 class NoVectors(IndexError_):

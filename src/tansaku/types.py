@@ -98,6 +98,41 @@ class SearchResult:
     collections: tuple[str, ...] = ()  # the collections that were searched
     # False when only the nearest candidates were counted (vsearch on disk): total is a lower bound.
     total_exact: bool = True
+    used: str | None = None  # query: the retrievals that ran ("keyword+vector", "keyword")
+    explain: QueryExplanation | None = None  # query --explain
+
+
+@_deferred(frozen=True)
+class ListWeight:
+    """One ranked list that `query` fused: its weight and why."""
+
+    name: str  # "keyword", "vector"
+    weight: float
+    reason: str
+    count: int  # documents it contributed
+
+
+@_deferred(frozen=True)
+class ListRank:
+    name: str
+    rank: int  # 1-based, in that list
+    score: float  # that list's own score
+    rrf: float  # weight / (60 + rank)
+
+
+@_deferred(frozen=True)
+class HitExplanation:
+    path: str  # virtual path of the result
+    ranks: tuple[ListRank, ...]
+    bonus: float
+    fused: float  # the RRF sum plus bonus, before scaling to 0..1
+
+
+@_deferred(frozen=True)
+class QueryExplanation:
+    lists: tuple[ListWeight, ...]
+    hits: tuple[HitExplanation, ...]  # in result order
+    notes: tuple[str, ...] = ()  # pipeline decisions: probe, skipped steps
 
 
 @_deferred(frozen=True)

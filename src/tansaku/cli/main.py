@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from .. import __version__
-from . import admin, bench, collections, models, search, vectors
+from . import admin, bench, collections, models, query, search, vectors
 from .common import CommandParser, Output, add_index_option
 
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
 # The registering modules, in the order their commands are listed by --help.
-_GROUPS: tuple[ModuleType, ...] = (collections, search, admin, vectors, models, bench)
+_GROUPS: tuple[ModuleType, ...] = (collections, search, admin, vectors, query, models, bench)
 # Which module registers each command. Building all ~40 parsers costs ~13 ms, most of a search's
 # start-up, so a run registers only its own command's group (test_startup_cost checks that this
 # map names every command).
@@ -37,6 +37,7 @@ _COMMAND_GROUPS: dict[str, ModuleType] = {
     "context": admin,
     "embed": vectors,
     "vsearch": vectors,
+    "query": query,
     "models": models,
     "bench": bench,
 }

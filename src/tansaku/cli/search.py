@@ -11,7 +11,7 @@ TERMINAL_LIMIT = 5
 SCRIPT_LIMIT = 20
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("must be 1 or more")
@@ -31,7 +31,7 @@ def add_result_options(
     """The result options every search mode shares (search, vsearch, and later query)."""
     parser.add_argument(
         "-n",
-        type=_positive_int,
+        type=positive_int,
         dest="limit",
         help=f"results to show ({TERMINAL_LIMIT} in cli, {SCRIPT_LIMIT} otherwise)",
     )
@@ -83,11 +83,11 @@ def register(commands: Any) -> None:
     )
     get.add_argument("ref", metavar="REF[:FROM[:COUNT]]")
     get.add_argument(
-        "--from", type=_positive_int, dest="from_line", metavar="LINE", help="first line (1-based)"
+        "--from", type=positive_int, dest="from_line", metavar="LINE", help="first line (1-based)"
     )
-    get.add_argument("-l", type=_positive_int, dest="max_lines", metavar="N", help="at most N lines")
+    get.add_argument("-l", type=positive_int, dest="max_lines", metavar="N", help="at most N lines")
     get.add_argument(
-        "--max-bytes", type=_positive_int, help="at most this many bytes (default 262144), cut at a line"
+        "--max-bytes", type=positive_int, help="at most this many bytes (default 262144), cut at a line"
     )
     get.add_argument(
         "--no-line-numbers", dest="line_numbers", action="store_false", help="raw text, no numbers"
@@ -102,11 +102,11 @@ def register(commands: Any) -> None:
     )
     multi.add_argument("pattern", help="e.g. 'notes/**/*.md', 'tansaku://notes/a.md,#a1b2c3'")
     multi.add_argument(
-        "-l", type=_positive_int, dest="max_lines", metavar="N", help="at most N lines per file"
+        "-l", type=positive_int, dest="max_lines", metavar="N", help="at most N lines per file"
     )
     multi.add_argument(
         "--max-bytes",
-        type=_positive_int,
+        type=positive_int,
         default=10 * 1024,
         help="skip (and list) files larger than this; default 10240",
     )

@@ -25,7 +25,7 @@ from . import metrics
 
 K = 10
 MODES = ("search", "vsearch", "query")
-KINDS = ("known-item", "paraphrase", "howto", "hard", "cjk")
+KINDS = ("known-item", "identifier", "flag", "paraphrase", "howto", "hard", "error", "cjk")
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,11 @@ def mode_runners(api: Any) -> dict[str, ModeRunner | None]:
         result = api.vsearch(query, collections=[collection], limit=k, min_score=0.0)
         return [hit.path for hit in result.hits], [w.code for w in result.warnings]
 
-    return {"search": keyword, "vsearch": vector, "query": None}
+    def hybrid(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
+        result = api.query(query, collections=[collection], limit=k)
+        return [hit.path for hit in result.hits], [w.code for w in result.warnings]
+
+    return {"search": keyword, "vsearch": vector, "query": hybrid}
 
 
 def run_bench(api: Any, set_path: Path, collection: str, modes: Sequence[str], k: int = K) -> BenchReport:

@@ -255,6 +255,15 @@ class LlamaEmbedder:
     def count_tokens(self, text: str) -> int:
         return len(self.tokenize(text))
 
+    def unknown_share(self, text: str) -> float:
+        """The share of ``text``'s tokens the vocabulary does not have (0 when it has no unknown
+        token, as byte-fallback tokenizers): how much of a query the model cannot read at all."""
+        tokens = self.tokenize(text)
+        unknown = self._llm.metadata.get("tokenizer.ggml.unknown_token_id")
+        if not tokens or unknown is None:
+            return 0.0
+        return sum(1 for token in tokens if token == int(unknown)) / len(tokens)
+
     # -- embeddings ------------------------------------------------------------------------
 
     def embed(self, texts: Sequence[str], *, pack: bool = False) -> list[list[float]]:

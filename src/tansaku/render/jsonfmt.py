@@ -57,7 +57,7 @@ def _drop_missing_body(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _search(result: SearchResult) -> dict[str, Any]:
-    return {
+    data = {
         "query": result.query,
         "mode": result.mode,
         "results": [to_data(hit) for hit in result.hits],
@@ -68,3 +68,9 @@ def _search(result: SearchResult) -> dict[str, Any]:
         "took_ms": round_float(result.took_ms),
         "collections": list(result.collections),
     }
+    # `query` only: which retrievals ran, and with --explain how each result was ranked.
+    if result.used is not None:
+        data["used"] = result.used
+    if result.explain is not None:
+        data["explain"] = to_data(result.explain)
+    return data

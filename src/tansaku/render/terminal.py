@@ -62,8 +62,28 @@ def _search(result: SearchResult, opts: RenderOptions) -> str:
     if not result.hits and result.total == 0:
         return "\n".join(["No results.", *warning_lines(result.warnings)]) + "\n"
     blocks = ["\n".join(_hit_lines(hit, opts)) for hit in result.hits]
+    if result.explain is not None:
+        blocks = [
+            block + "\n" + _explain_lines(explained)
+            for block, explained in zip(blocks, result.explain.hits, strict=True)
+        ]
+        blocks.insert(0, _explain_header(result.explain))
     tail = "\n".join([*warning_lines(result.warnings), results_footer(result)])
     return "\n\n".join([*blocks, tail]) + "\n"
+
+
+def _explain_header(explain: _types.QueryExplanation) -> str:
+    lines = ["explain:"]
+    lines += [
+        f"  list {w.name}: weight {w.weight:.2f}, {w.count} documents ({w.reason})" for w in explain.lists
+    ]
+    lines += [f"  {note}" for note in explain.notes]
+    return "\n".join(lines)
+
+
+def _explain_lines(explained: _types.HitExplanation) -> str:
+    ranks = ", ".join(f"{r.name} #{r.rank} (score {r.score:.3f}, rrf {r.rrf:.4f})" for r in explained.ranks)
+    return f"  explain: {ranks}; bonus {explained.bonus:.3f}; fused {explained.fused:.4f}"
 
 
 def _hit_lines(hit: Hit, opts: RenderOptions) -> list[str]:

@@ -1,0 +1,1 @@
+"""Hybrid search: keyword and vector results fused into one ranking (`tansaku query`)."""

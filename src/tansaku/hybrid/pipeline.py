@@ -1,0 +1,110 @@
+"""`query`: keyword and vector results for one query, fused into one ranking.
+
+This module takes the two ranked lists as already retrieved (``api.Tansaku.query`` runs them), so
+the fusion is testable without an index or a model. Query expansion and reranking (issue 10's
+later steps) will add lists and a final pass here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..types import HitExplanation, ListRank, ListWeight, Notice, QueryExplanation, SearchResult
+from .fusion import CANDIDATE_LIMIT, FULL_WEIGHT, TOP_BONUS, K, RankedList, fuse
+from .trust import keyword_weight, vector_weight
+
+
+def hybrid_query(
+    query: str,
+    keyword: SearchResult,
+    vector: SearchResult | None,
+    *,
+    unknown_share: float = 0.0,
+    limit: int | None = 5,
+    min_score: float = 0.0,
+    candidate_limit: int = CANDIDATE_LIMIT,
+    explain: bool = False,
+    warnings: Sequence[Notice] = (),
+    started: float | None = None,
+) -> SearchResult:
+    """Fuse ``keyword`` and ``vector`` (None: vectors unavailable, said in ``warnings``).
+
+    Scores are the fused RRF sums scaled to 0..1 by the most a document could get (first in every
+    list that counted, with the top bonus), so a score of 1 means "first everywhere".
+    """
+    started = time.perf_counter() if started is None else started
+    by_list = {"keyword": {hit.virtual_path: hit for hit in keyword.hits}}
+    k_weight, k_reason = keyword_weight()
+    lists = [_ranked("keyword", keyword, k_weight, k_reason)]
+    if vector is not None:
+        v_weight, v_reason = vector_weight(unknown_share)
+        lists.append(_ranked("vector", vector, v_weight, v_reason))
+        by_list["vector"] = {hit.virtual_path: hit for hit in vector.hits}
+    fused = fuse(lists, limit=None)
+    counted = [ranked.name for ranked in lists if ranked.weight > 0 and ranked.keys]
+    best_possible = sum(r.weight / (K + 1) for r in lists if r.name in counted) + (
+        TOP_BONUS if counted else 0.0
+    )
+    hits = {}
+    for f in fused:
+        # The document's own passage comes from the list that ranked it best (keyword first on a
+        # tie), so the snippet shows why it was found.
+        best = min(f.contributions, key=lambda c: (c.rank, c.list_name != "keyword"))
+        hits[f.key] = by_list[best.list_name][f.key]
+    ranked_hits = []
+    for f in fused[:candidate_limit]:
+        score = min(1.0, f.score / best_possible) if best_possible else 0.0
+        if score >= min_score:
+            ranked_hits.append((f, replace(hits[f.key], score=score)))
+    shown = ranked_hits if limit is None else ranked_hits[:limit]
+    capped = keyword.total > len(keyword.hits) or (vector is not None and vector.total > len(vector.hits))
+    used = "keyword+vector" if "vector" in counted else "keyword"
+    notices = _unique([*warnings, *keyword.warnings, *(vector.warnings if vector is not None else ())])
+    explanation = None
+    if explain:
+        explanation = QueryExplanation(
+            lists=tuple(ListWeight(r.name, r.weight, r.reason, len(r.keys)) for r in lists),
+            hits=tuple(
+                HitExplanation(
+                    f.key,
+                    tuple(ListRank(c.list_name, c.rank, c.score, c.rrf) for c in f.contributions),
+                    f.bonus,
+                    f.score,
+                )
+                for f, _ in shown
+            ),
+            notes=(
+                f"RRF: weight / ({K} + rank) per list, +{TOP_BONUS} for a first place "
+                f"(+0.02 for ranks 2-3), scaled by the list's weight against {FULL_WEIGHT}",
+                f"scores are the fused sum over the best possible ({best_possible:.4f})",
+            ),
+        )
+    return SearchResult(
+        query=query,
+        mode="query",
+        hits=tuple(hit for _, hit in shown),
+        total=len(ranked_hits),
+        limit=limit,
+        warnings=tuple(notices),
+        took_ms=(time.perf_counter() - started) * 1000,
+        collections=keyword.collections,
+        total_exact=not capped,
+        used=used,
+        explain=explanation,
+    )
+
+
+def _ranked(name: str, result: SearchResult, weight: float, reason: str) -> RankedList:
+    return RankedList(
+        name,
+        tuple(hit.virtual_path for hit in result.hits),
+        tuple(hit.score for hit in result.hits),
+        weight,
+        reason,
+    )
+
+
+def _unique(notices: Sequence[Notice]) -> list[Notice]:
+    return list(dict.fromkeys(notices))

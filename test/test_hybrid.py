@@ -1,0 +1,159 @@
+"""`query`: weighted Reciprocal Rank Fusion, the language trust rule, and the command end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tansaku.hybrid.fusion import RankedList, fuse
+from tansaku.hybrid.pipeline import hybrid_query
+from tansaku.hybrid.trust import vector_weight
+from tansaku.types import Hit, Notice, SearchResult, Snippet
+
+
+def ranked(name: str, keys: str, weight: float = 2.0) -> RankedList:
+    return RankedList(name, tuple(keys), tuple(1.0 - i / 10 for i in range(len(keys))), weight)
+
+
+def test_rrf_sums_weight_over_k_plus_rank_and_adds_the_best_bonus_once() -> None:
+    fused = {f.key: f for f in fuse([ranked("keyword", "abc"), ranked("vector", "cad")])}
+    # a: keyword #1 and vector #2 -> 2/61 + 2/62, bonus 0.05 (first somewhere)
+    assert fused["a"].score == pytest.approx(2 / 61 + 2 / 62 + 0.05)
+    assert fused["a"].bonus == 0.05
+    # c: keyword #3, vector #1 -> 2/63 + 2/61 + 0.05
+    assert fused["c"].score == pytest.approx(2 / 63 + 2 / 61 + 0.05)
+    # b: keyword #2 only -> 2/62 + 0.02; d: vector #3 only -> 2/63 + 0.02
+    assert fused["b"].score == pytest.approx(2 / 62 + 0.02)
+    assert fused["d"].score == pytest.approx(2 / 63 + 0.02)
+    assert [f.key for f in fuse([ranked("keyword", "abc"), ranked("vector", "cad")])] == ["a", "c", "b", "d"]
+
+
+def test_a_distrusted_list_neither_ranks_nor_buys_bonuses() -> None:
+    fused = fuse([ranked("keyword", "ab"), ranked("vector", "zyx", weight=0.0)])
+    assert [f.key for f in fused] == ["a", "b"]
+    half = {f.key: f for f in fuse([ranked("keyword", "ab"), ranked("vector", "z", weight=1.0)])}
+    assert half["z"].score == pytest.approx(1 / 61 + 0.05 * 0.5)
+
+
+def test_candidate_limit_and_ties() -> None:
+    fused = fuse([ranked("keyword", "ab"), ranked("vector", "ba")], limit=1)
+    assert [f.key for f in fused] == ["a"]  # equal sums: the earlier list's better rank wins
+
+
+def test_vector_weight_follows_what_the_embedder_can_read() -> None:
+    assert vector_weight(0.0)[0] == 2.0
+    assert vector_weight(0.25)[0] == pytest.approx(1.5)
+    weight, reason = vector_weight(0.75)
+    assert weight == 0.0 and "cannot read" in reason
+
+
+def hit(path: str, score: float) -> Hit:
+    return Hit(
+        docid=path[:6],
+        score=score,
+        collection="c",
+        path=path,
+        virtual_path=f"tansaku://c/{path}",
+        disk_path=f"/c/{path}",
+        title=path,
+        contexts=(),
+        snippet=Snippet(1, (path,)),
+    )
+
+
+def result(
+    mode: str, *paths: str, total: int | None = None, warnings: tuple[Notice, ...] = ()
+) -> SearchResult:
+    hits = tuple(hit(p, 0.9 - i / 10) for i, p in enumerate(paths))
+    return SearchResult("q", mode, hits, total if total is not None else len(hits), 10, warnings)
+
+
+def test_fused_scores_are_scaled_to_first_everywhere() -> None:
+    out = hybrid_query("q", result("search", "a.md", "b.md"), result("vsearch", "a.md", "c.md"), limit=10)
+    assert [h.path for h in out.hits] == ["a.md", "b.md", "c.md"]
+    assert out.hits[0].score == pytest.approx(1.0)
+    assert 0 < out.hits[2].score <= out.hits[1].score < 1  # b (keyword #2) and c (vector #2) tie
+    assert out.mode == "query" and out.used == "keyword+vector"
+
+
+def test_without_vectors_the_keyword_order_stands_and_says_so() -> None:
+    warning = Notice("VECTORS_UNAVAILABLE", "no vectors")
+    out = hybrid_query("q", result("search", "a.md", "b.md"), None, warnings=(warning,), limit=10)
+    assert [h.path for h in out.hits] == ["a.md", "b.md"]
+    assert out.used == "keyword" and out.warnings == (warning,)
+
+
+def test_an_unreadable_query_drops_the_vector_list() -> None:
+    out = hybrid_query(
+        "压缩", result("search", "a.md"), result("vsearch", "z.md"), unknown_share=1.0, explain=True
+    )
+    assert [h.path for h in out.hits] == ["a.md"]
+    assert out.used == "keyword"
+    assert out.explain is not None
+    assert [w.weight for w in out.explain.lists] == [2.0, 0.0]
+
+
+def test_explain_records_every_list_rank() -> None:
+    out = hybrid_query("q", result("search", "a.md", "b.md"), result("vsearch", "b.md"), explain=True)
+    assert out.explain is not None
+    by_path = {e.path: e for e in out.explain.hits}
+    ranks = {(r.name, r.rank) for r in by_path["tansaku://c/b.md"].ranks}
+    assert ranks == {("keyword", 2), ("vector", 1)}
+
+
+def test_total_is_not_exact_when_a_list_was_capped() -> None:
+    out = hybrid_query("q", result("search", "a.md", total=50), result("vsearch", "a.md"))
+    assert out.total_exact is False
+
+
+# --- the command, on a real index -------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("indexed")
+def test_query_without_a_model_returns_keyword_results_with_a_warning(cli) -> None:
+    result = cli("query", "restore", "a", "file", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    assert data["mode"] == "query" and data["used"] == "keyword"
+    search = cli("search", "restore", "a", "file", "--json").json()
+    assert [h["path"] for h in data["results"]] == [h["path"] for h in search["results"]]
+    assert "MODEL_MISSING" in [w["code"] for w in data["warnings"]]
+
+
+@pytest.mark.usefixtures("indexed")
+def test_query_without_vectors_returns_keyword_results_with_a_warning(cli, model: Path) -> None:
+    data = cli("query", "restore", "a", "file", "--json").json()
+    assert data["used"] == "keyword" and data["results"]
+    assert "VECTORS_UNAVAILABLE" in [w["code"] for w in data["warnings"]]
+
+
+@pytest.mark.usefixtures("indexed")
+def test_query_fuses_keyword_and_vectors_with_the_real_model(cli, model: Path) -> None:
+    assert cli("embed").exit_code == 0
+    question = "how do I get a deleted file back"
+    data = cli("query", question, "--json", "--explain", "-n", "20").json()
+    assert data["used"] == "keyword+vector"
+    keyword = [h["path"] for h in cli("search", question, "--json", "-n", "40").json()["results"]]
+    vector = [
+        h["path"]
+        for h in cli("vsearch", question, "--json", "-n", "40", "--min-score", "0").json()["results"]
+    ]
+    fused = [h["path"] for h in data["results"]]
+    assert set(fused) == set(keyword) | set(vector)
+    if keyword[0] == vector[0]:
+        assert fused[0] == keyword[0]
+    assert [w["name"] for w in data["explain"]["lists"]] == ["keyword", "vector"]
+    first = data["explain"]["hits"][0]
+    assert first["fused"] == pytest.approx(sum(r["rrf"] for r in first["ranks"]) + first["bonus"], abs=1e-3)
+    text = cli("query", question, "--explain").stdout
+    assert "explain:" in text and "list vector: weight 2.00" in text
+
+
+@pytest.mark.usefixtures("indexed")
+def test_a_chinese_query_the_english_embedder_cannot_read_stays_keyword(cli, model: Path) -> None:
+    assert cli("embed").exit_code == 0
+    data = cli("query", "压缩", "--json", "--explain").json()
+    assert data["used"] == "keyword"
+    assert data["results"][0]["path"] == "zh/压缩.md"
+    assert data["explain"]["lists"][1]["weight"] == 0.0
