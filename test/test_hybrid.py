@@ -157,3 +157,20 @@ def test_a_chinese_query_the_english_embedder_cannot_read_stays_keyword(cli, mod
     assert data["used"] == "keyword"
     assert data["results"][0]["path"] == "zh/压缩.md"
     assert data["explain"]["lists"][1]["weight"] == 0.0
+
+
+@pytest.mark.usefixtures("indexed")
+def test_exclusions_hold_for_results_found_by_vectors(cli, model: Path) -> None:
+    assert cli("embed").exit_code == 0
+    with_laptops = [h["path"] for h in cli("query", "laptop backups", "--json", "--all").json()["results"]]
+    assert "notes/2024-04-meeting.md" in with_laptops  # "Laptops skip backups on metered connections"
+    without = [h["path"] for h in cli("query", "backups", "-laptop", "--json", "--all").json()["results"]]
+    assert without and not any(p.startswith("notes/2024-") for p in without)
+
+
+def test_the_embedded_text_leaves_exclusions_out() -> None:
+    from tansaku.search.query import without_exclusions
+
+    known = {"mtime", "s", "h"}.__contains__
+    assert without_exclusions('restore -laptop "a b" -"c d" --user -x', known) == 'restore "a b" --user -x'
+    assert without_exclusions("find -mtime du -sh", known) == "find -mtime du -sh"

@@ -518,6 +518,28 @@ class Tansaku:
             result = vsearch(conn, request, pairs, config.contexts, warnings, started, cache)
             return result, embedder.unknown_share(query)
 
+    def _query_vectors(
+        self, query: str, collections: Sequence[str], pool: int | None, full: bool
+    ) -> tuple[SearchResult | None, float]:
+        """The vector side of `query`: the text without its exclusions is embedded, and the
+        documents the exclusions rule out are dropped from its results."""
+        from dataclasses import replace
+
+        from .search.keyword import excluded
+        from .search.query import without_exclusions
+
+        with self._reader() as conn:
+            text = without_exclusions(query, lambda name: store.option_defined(conn, name))
+        if not text.strip():
+            return None, 0.0
+        result, unknown = self._vsearch(text, collections, pool, 0.0, full, False)
+        with self._reader() as conn:
+            ruled_out = excluded(conn, query, [(h.collection, h.path) for h in result.hits])
+        if ruled_out:
+            kept = tuple(h for h in result.hits if (h.collection, h.path) not in ruled_out)
+            result = replace(result, hits=kept, total=max(result.total - len(ruled_out), len(kept)))
+        return result, unknown
+
     def query(
         self,
         query: str,
@@ -544,7 +566,7 @@ class Tansaku:
         keyword = self.search(query, collections=collections, limit=pool, full=full)
         vector, unknown, warnings = None, 0.0, []
         try:
-            vector, unknown = self._vsearch(query, collections, pool, 0.0, full, False)
+            vector, unknown = self._query_vectors(query, collections, pool, full)
         except NoVectors as exc:
             warnings.append(
                 Notice("VECTORS_UNAVAILABLE", f"{exc.message}; keyword results only ({exc.hint})")

@@ -16,6 +16,7 @@ from .hits import make_hit
 from .query import (
     ParsedQuery,
     Term,
+    fts_adjacent,
     fts_expression,
     fts_term,
     parse_query,
@@ -41,6 +42,19 @@ class SearchOptions:
     limit: int | None = 5  # None = all
     min_score: float = 0.0
     full: bool = False
+
+
+def excluded(conn: Any, query: str, found: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of these (collection, path) documents the query's exclusions rule out: results that
+    came another way (vectors) must obey ``-word`` too."""
+    parsed = resolve_options(parse_query(query), lambda name: store.option_defined(conn, name))
+    if not parsed.negative or not found:
+        return set()
+    # The same expressions search's NOT clauses use (an excluded identifier excludes the name).
+    expression = " OR ".join(fts_adjacent(t) if t.kind == "ident" else fts_term(t) for t in parsed.negative)
+    docs = {(c, p): store.document_at(conn, c, p) for c, p in found}
+    ids = {doc.id: key for key, doc in docs.items() if doc is not None}
+    return {ids[i] for i in store.phrase_documents(conn, expression, list(ids))}
 
 
 def name_terms(parsed: ParsedQuery, clauses: ParsedQuery) -> set[Term]:

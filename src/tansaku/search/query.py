@@ -208,6 +208,29 @@ def parse_query(q: str) -> ParsedQuery:
     return ParsedQuery(tuple(dict.fromkeys(terms)))
 
 
+def without_exclusions(q: str, is_option: Callable[[str], bool]) -> str:
+    """The query text without its exclusions (``-word``, ``-"a phrase"``), for a model that
+    reads text: an embedder given "restore -laptop" would look for laptops."""
+    kept = []
+    for match in _TOKEN.finditer(_UNSAFE.sub(" ", q)):
+        token = match.group(0)
+        if match.group(2) is not None:
+            if not match.group(1):
+                kept.append(token)
+            continue
+        word, negated, option = _dash_meaning(token)
+        if not negated or (option and _is_known_option(word, is_option)):
+            kept.append(token)
+    return " ".join(kept)
+
+
+def _is_known_option(word: str, is_option: Callable[[str], bool]) -> bool:
+    lowered = word.lower()
+    if len(lowered) <= _MAX_OPTION_GROUP and all(is_option(letter) for letter in lowered):
+        return True
+    return is_option(lowered)
+
+
 def _literal(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
