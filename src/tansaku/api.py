@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         CollectionInfo,
         CollectionUpdate,
         Context,
+        ContextPack,
         DocumentChunks,
         DocumentSlice,
         EmbedReport,
@@ -586,6 +587,32 @@ class Tansaku:
             warnings=warnings,
             started=started,
         )
+
+    def pack(
+        self,
+        query: str,
+        *,
+        collections: Sequence[str] = (),
+        max_items: int = 8,
+        max_bytes: int = 10 * 1024,
+        min_score: float = 0.0,
+        candidate_limit: int = 40,
+    ) -> ContextPack:
+        """The best passages of ``query`` (hybrid/pack.py), whole, greedily by score into
+        ``max_items`` and ``max_bytes``; an item that does not fit is left out and counted."""
+        from .hybrid.pack import build_pack, candidate_count, stored_passages
+
+        result = self.query(
+            query,
+            collections=collections,
+            limit=candidate_count(max_items),
+            min_score=min_score,
+            candidate_limit=candidate_limit,
+        )
+        config = self.config()
+        with self._reader() as conn:
+            lookup = stored_passages(conn, config.collections)
+            return build_pack(result, lookup, max_items=max_items, max_bytes=max_bytes)
 
     def get(
         self,

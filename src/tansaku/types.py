@@ -357,6 +357,39 @@ class EmbedReport:
     warnings: list[Notice] = field(default_factory=list)
 
 
+@_deferred(frozen=True)
+class PackItem:
+    """One passage of a context pack, whole, with everything needed to cite it."""
+
+    docid: str
+    score: float  # the document's fused `query` score
+    collection: str
+    path: str
+    virtual_path: str
+    disk_path: str
+    title: str
+    contexts: tuple[str, ...]
+    start_line: int  # 1-based, inclusive
+    end_line: int  # inclusive
+    heading_path: tuple[str, ...]  # the headings above start_line, outermost first
+    text: str  # lines start_line..end_line joined with LF
+    stale: bool = False
+
+
+@_deferred(frozen=True)
+class ContextPack:
+    """The best passages of a `query`, greedily by score, that fit the item and byte budgets."""
+
+    query: str
+    items: tuple[PackItem, ...]  # in score order
+    bytes_used: int  # UTF-8 bytes of the items' text
+    max_bytes: int
+    max_items: int
+    omitted: int  # candidate items left out whole because they did not fit
+    warnings: tuple[Notice, ...] = ()
+    used: str | None = None  # the retrievals the query ran ("keyword+vector", "keyword")
+
+
 # The deferred classes leave the module namespace, so that a look-up reaches __getattr__ (PEP 562).
 for _name in _DEFERRED:
     del globals()[_name]

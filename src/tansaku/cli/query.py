@@ -5,8 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import UsageError
 from .common import Output, add_format_options, add_index_option, add_query_argument, api_for
 from .search import add_result_options, positive_int, result_limit
+
+# The defaults of `query --pack` (issue 10). Kept here rather than imported from hybrid/pack.py so
+# that a plain `tansaku query` does not pay for importing the pack logic.
+DEFAULT_MAX_ITEMS = 8
+DEFAULT_MAX_BYTES = 10 * 1024
 
 
 def register(commands: Any) -> None:
@@ -37,12 +43,35 @@ def register(commands: Any) -> None:
         action="store_true",
         help="show, per result, each list's rank and score, the list weights and why, RRF parts",
     )
+    pack = query.add_argument_group("context pack")
+    pack.add_argument(
+        "--pack",
+        action="store_true",
+        help="return the best passages whole, each with its citation, within --max-items and"
+        " --max-bytes, instead of results (an item that does not fit is left out, never cut)",
+    )
+    pack.add_argument(
+        "--max-items",
+        type=positive_int,
+        metavar="N",
+        help=f"--pack: at most N passages (default {DEFAULT_MAX_ITEMS})",
+    )
+    pack.add_argument(
+        "--max-bytes",
+        type=positive_int,
+        metavar="B",
+        help=f"--pack: at most B bytes of passage text, UTF-8 (default {DEFAULT_MAX_BYTES})",
+    )
     add_index_option(query)
     add_format_options(query)
     query.set_defaults(handler=_query)
 
 
 def _query(args: argparse.Namespace, out: Output) -> int:
+    if args.pack:
+        return _pack(args, out)
+    if args.max_items is not None or args.max_bytes is not None:
+        raise UsageError("--max-items and --max-bytes size a context pack", hint="add --pack")
     result = api_for(args).query(
         " ".join(args.query),
         collections=args.collections,
@@ -51,6 +80,36 @@ def _query(args: argparse.Namespace, out: Output) -> int:
         full=args.full,
         candidate_limit=args.candidate_limit,
         explain=args.explain,
+    )
+    out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
+    return 0
+
+
+def _pack(args: argparse.Namespace, out: Output) -> int:
+    # A pack is sized by its own budgets and always carries passages: the result-list options
+    # would be silently ignored, so they are refused instead.
+    clashing = [
+        flag
+        for flag, given in (
+            ("-n", args.limit),
+            ("--all", args.all),
+            ("--full", args.full),
+            ("--explain", args.explain),
+        )
+        if given
+    ]
+    if clashing:
+        raise UsageError(
+            f"--pack does not take {', '.join(clashing)}",
+            hint="size a pack with --max-items and --max-bytes",
+        )
+    result = api_for(args).pack(
+        " ".join(args.query),
+        collections=args.collections,
+        max_items=args.max_items or DEFAULT_MAX_ITEMS,
+        max_bytes=args.max_bytes or DEFAULT_MAX_BYTES,
+        min_score=args.min_score,
+        candidate_limit=args.candidate_limit,
     )
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
     return 0

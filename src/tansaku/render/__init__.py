@@ -16,7 +16,7 @@ from tansaku.errors import TansakuError, UsageError
 from tansaku.types import SearchResult
 
 if TYPE_CHECKING:
-    from tansaku.types import DocumentSlice
+    from tansaku.types import ContextPack, DocumentSlice, PackItem
 
 # The other result types are looked up as ``_types.X`` only where they are needed, after the
 # SearchResult test: tansaku.types builds them on first look-up, and a search need not pay for them.
@@ -54,6 +54,8 @@ def render(result: object, fmt: str, opts: RenderOptions = _DEFAULT_OPTIONS) -> 
         return _format_module(fmt).render(result, opts)
     if isinstance(result, _types.DocumentSlice | _types.MultiGetResult):
         return _format_module(fmt).render(result, opts)
+    if isinstance(result, _types.ContextPack):
+        return _format_module(fmt).render_pack(result, opts)
     if isinstance(result, _types.DocumentChunks):
         from tansaku.render import chunks
 
@@ -166,3 +168,25 @@ def results_footer(result: SearchResult) -> str:
         of = f"of {total}" if result.total_exact else f"of at least {total}"
         return f"{shown} {of} results{more}"
     return "1 result" if shown == 1 else f"{shown} results"
+
+
+def citation(item: PackItem, opts: RenderOptions) -> str:
+    """Where a pack item comes from, as one token: PATH:START-END."""
+    return f"{shown_path(item, opts)}:{item.start_line}-{item.end_line}"
+
+
+def heading_trail(item: PackItem) -> str:
+    """The headings above a pack item as one line: § Install > On Linux ('' when there are none).
+
+    The section sign keeps a heading apart from a title that says the same words."""
+    return "§ " + " > ".join(item.heading_path) if item.heading_path else ""
+
+
+def pack_footer(pack: ContextPack) -> str:
+    shown = len(pack.items)
+    count = "1 passage" if shown == 1 else f"{shown} passages"
+    text = f"{count}, {pack.bytes_used} of {pack.max_bytes} bytes"
+    if pack.omitted:
+        # The budget, not the search, left these out: say which knobs bring them in.
+        text += f"; {pack.omitted} more did not fit (raise --max-items or --max-bytes)"
+    return text

@@ -11,13 +11,26 @@ from tansaku.render import RenderOptions, show_docid, shown_path, split_body
 from tansaku.types import SearchResult
 
 if TYPE_CHECKING:
-    from tansaku.types import DocumentSlice, MultiGetResult
+    from tansaku.types import ContextPack, DocumentSlice, MultiGetResult
 
 # Get and multi-get results are looked up as ``_types.X`` after the search test: tansaku.types
 # builds those classes on first look-up, and printing a search result should not.
 
 SEARCH_COLUMNS = ("docid", "score", "collection", "path", "title", "context", "line", "snippet", "stale")
 DOCUMENT_COLUMNS = ("docid", "path", "line", "text")
+PACK_COLUMNS = (
+    "docid",
+    "score",
+    "collection",
+    "path",
+    "title",
+    "context",
+    "start_line",
+    "end_line",
+    "heading_path",
+    "text",
+    "stale",
+)
 
 
 def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOptions) -> str:
@@ -62,3 +75,26 @@ def _search_rows(result: SearchResult, opts: RenderOptions) -> list[list[object]
             ]
         )
     return rows
+
+
+def render_pack(pack: ContextPack, opts: RenderOptions) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(PACK_COLUMNS)
+    writer.writerows(
+        [
+            show_docid(item.docid),
+            f"{round(item.score, 4)}",
+            item.collection,
+            shown_path(item, opts),
+            item.title,
+            " | ".join(item.contexts),
+            item.start_line,
+            item.end_line,
+            " > ".join(item.heading_path),
+            item.text,
+            "true" if item.stale else "false",
+        ]
+        for item in pack.items
+    )
+    return buffer.getvalue()

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tansaku import types as _types
-from tansaku.render import RenderOptions, show_docid, show_score, shown_path
+from tansaku.render import RenderOptions, citation, show_docid, show_score, shown_path
 from tansaku.render.terminal import clean
 from tansaku.types import SearchResult
 
 if TYPE_CHECKING:
-    from tansaku.types import DocumentSlice, MultiGetResult
+    from tansaku.types import ContextPack, DocumentSlice, MultiGetResult
 
 # Get and multi-get results are looked up as ``_types.X`` after the search test: tansaku.types
 # builds those classes on first look-up, and printing a search result should not.
@@ -28,3 +28,8 @@ def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOp
     else:
         lines = [clean(shown_path(result, opts))]
     return "".join(line + "\n" for line in lines)
+
+
+def render_pack(pack: ContextPack, opts: RenderOptions) -> str:
+    # One citation per passage, PATH:START-END, in pack order (an editor or `sed -n` can use it).
+    return "".join(clean(citation(item, opts)) + "\n" for item in pack.items)

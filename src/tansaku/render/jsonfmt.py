@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tansaku.render import RenderOptions, round_float, show_docid
 from tansaku.types import Hit, SearchResult, UpdateReport
+
+if TYPE_CHECKING:
+    from tansaku.types import ContextPack
 
 
 def render(result: object, opts: RenderOptions) -> str:
@@ -74,3 +77,19 @@ def _search(result: SearchResult) -> dict[str, Any]:
     if result.explain is not None:
         data["explain"] = to_data(result.explain)
     return data
+
+
+def render_pack(pack: ContextPack, opts: RenderOptions) -> str:
+    # Spelled out rather than taken from the dataclass so the key order is the documented one.
+    return dumps(
+        {
+            "query": pack.query,
+            "items": [to_data(item) for item in pack.items],
+            "bytes_used": pack.bytes_used,
+            "max_bytes": pack.max_bytes,
+            "max_items": pack.max_items,
+            "omitted": pack.omitted,
+            "warnings": to_data(pack.warnings),
+            "used": pack.used,
+        }
+    )

@@ -9,7 +9,10 @@ from tansaku import types as _types
 from tansaku.render import (
     STALE_NOTE,
     RenderOptions,
+    citation,
+    heading_trail,
     number_lines,
+    pack_footer,
     results_footer,
     show_docid,
     show_score,
@@ -21,7 +24,7 @@ from tansaku.render.terminal import clean
 from tansaku.types import Hit, Notice, SearchResult
 
 if TYPE_CHECKING:
-    from tansaku.types import DocumentSlice, MultiGetResult
+    from tansaku.types import ContextPack, DocumentSlice, MultiGetResult, PackItem
 
 # Get and multi-get results are looked up as ``_types.X`` after the search test: tansaku.types
 # builds those classes on first look-up, and printing a search result should not.
@@ -124,3 +127,33 @@ def _multi(result: MultiGetResult, opts: RenderOptions) -> list[str]:
     if not result.documents and not result.skipped:
         blocks.append("No documents matched.")
     return [*blocks, *_warnings(result.warnings)]
+
+
+def render_pack(pack: ContextPack, opts: RenderOptions) -> str:
+    blocks = [f"# Context for {code_span(pack.query)}"]
+    for item in pack.items:
+        blocks += _pack_item(item, opts)
+    if not pack.items and not pack.omitted:
+        blocks.append("No passages.")
+    blocks += _warnings(pack.warnings)
+    if pack.items or pack.omitted:
+        blocks.append(escape(pack_footer(pack)))
+    return "\n\n".join(blocks) + "\n"
+
+
+def _pack_item(item: PackItem, opts: RenderOptions) -> list[str]:
+    # The heading is the citation itself, so a pasted pack says where each passage comes from.
+    meta = [show_docid(item.docid)]
+    if item.title:
+        meta.append(escape(item.title))
+    if item.heading_path:
+        meta.append(escape(heading_trail(item)))
+    meta.append(f"score {show_score(item.score)}")
+    if item.stale:
+        meta.append("stale")
+    blocks = [f"## {code_span(citation(item, opts))}", " · ".join(meta)]
+    if item.contexts:
+        blocks.append("\n>\n".join(f"> {escape(c)}" for c in item.contexts))
+    lines = item.text.split("\n")
+    blocks.append(fence(number_lines(lines, item.start_line) if opts.line_numbers else lines))
+    return blocks

@@ -12,7 +12,9 @@ from tansaku import types as _types
 from tansaku.render import (
     STALE_NOTE,
     RenderOptions,
+    heading_trail,
     number_lines,
+    pack_footer,
     results_footer,
     show_docid,
     show_score,
@@ -23,7 +25,7 @@ from tansaku.render import (
 from tansaku.types import Hit, Notice, SearchResult
 
 if TYPE_CHECKING:
-    from tansaku.types import DocumentSlice, MultiGetResult
+    from tansaku.types import ContextPack, DocumentSlice, MultiGetResult, PackItem
 
 # Get and multi-get results are looked up as ``_types.X`` after the search test: tansaku.types
 # builds those classes on first look-up, and printing a search result should not.
@@ -136,3 +138,37 @@ def _multi(result: MultiGetResult, opts: RenderOptions) -> str:
     if tail:
         blocks.append("\n".join(tail))
     return "\n\n".join(blocks) + "\n"
+
+
+def render_pack(pack: ContextPack, opts: RenderOptions) -> str:
+    blocks = ["\n".join(_pack_item_lines(item, opts)) for item in pack.items]
+    if not pack.items and not pack.omitted:
+        blocks.append("No passages.")
+    tail = warning_lines(pack.warnings)
+    if pack.items or pack.omitted:
+        tail.append(pack_footer(pack))
+    blocks.append("\n".join(tail))
+    return "\n\n".join(block for block in blocks if block) + "\n"
+
+
+def _pack_item_lines(item: PackItem, opts: RenderOptions) -> list[str]:
+    header = [
+        paint(show_score(item.score), "score", opts),
+        paint(show_docid(item.docid), "docid", opts),
+        paint(clean(shown_path(item, opts)), "path", opts),
+        f"lines {item.start_line}-{item.end_line}",
+    ]
+    if item.heading_path:
+        header.append(clean(heading_trail(item)))
+    lines = [" ".join(header) + (" [stale]" if item.stale else "")]
+    if item.title:
+        lines.append(INDENT + paint(clean(item.title), "title", opts))
+    lines += [f"{INDENT}context: {clean(' '.join(c.splitlines()))}" for c in item.contexts]
+    text = [clean(line) for line in item.text.split("\n")]
+    if opts.line_numbers:
+        text = number_lines(text, item.start_line)
+    # A blank separates the citation from the passage, which is then shown as it is in the file
+    # (only indented), so it reads, and copies, like the source.
+    lines.append("")
+    lines += [(INDENT + line).rstrip() for line in text]
+    return lines

@@ -16,7 +16,7 @@ from tansaku.render import RenderOptions, round_float, show_docid
 from tansaku.types import Hit, Notice, SearchResult
 
 if TYPE_CHECKING:
-    from tansaku.types import DocumentSlice, MultiGetResult
+    from tansaku.types import ContextPack, DocumentSlice, MultiGetResult, PackItem
 
 # Get and multi-get results are looked up as ``_types.X`` after the search test: tansaku.types
 # builds those classes on first look-up, and printing a search result should not.
@@ -138,3 +138,41 @@ def _multi(result: MultiGetResult) -> list[str]:
     body += _warnings(result.warnings)
     head = attrs(pattern=result.pattern, max_bytes=result.max_bytes, max_lines=result.max_lines)
     return [f"<documents{head}>", *_indent(body), "</documents>"]
+
+
+def render_pack(pack: ContextPack, opts: RenderOptions) -> str:
+    # Like the search result, each item carries both paths, so opts.full_path does not apply.
+    body: list[str] = []
+    for item in pack.items:
+        body += _pack_item(item)
+    body += _warnings(pack.warnings)
+    head = attrs(
+        query=pack.query,
+        bytes_used=pack.bytes_used,
+        max_bytes=pack.max_bytes,
+        max_items=pack.max_items,
+        omitted=pack.omitted,
+        used=pack.used,
+    )
+    lines = [f"<pack{head}>", *_indent(body), "</pack>"]
+    return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>', *lines]) + "\n"
+
+
+def _pack_item(item: PackItem) -> list[str]:
+    head = attrs(
+        docid=show_docid(item.docid),
+        score=float(item.score),
+        collection=item.collection,
+        path=item.path,
+        virtual_path=item.virtual_path,
+        disk_path=item.disk_path,
+        start_line=item.start_line,
+        end_line=item.end_line,
+        stale=item.stale,
+    )
+    children = [element("title", item.title)]
+    # One element per heading, outermost first: a heading may itself contain " > ".
+    children += [element("heading", h) for h in item.heading_path]
+    children += [element("context", c) for c in item.contexts]
+    children.append(element("text", item.text))
+    return [f"<item{head}>", *_indent(children), "</item>"]
