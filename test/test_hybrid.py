@@ -174,3 +174,18 @@ def test_the_embedded_text_leaves_exclusions_out() -> None:
     known = {"mtime", "s", "h"}.__contains__
     assert without_exclusions('restore -laptop "a b" -"c d" --user -x', known) == 'restore "a b" --user -x'
     assert without_exclusions("find -mtime du -sh", known) == "find -mtime du -sh"
+
+
+def test_the_keyword_list_weighs_less_when_its_best_match_lacks_terms() -> None:
+    from dataclasses import replace
+
+    from tansaku.hybrid.trust import keyword_weight
+
+    assert keyword_weight(1.0)[0] == 2.0
+    assert keyword_weight(0.5)[0] == pytest.approx(0.5)  # 2 x 0.5^2
+    keyword = result("search", "a.md", "b.md")
+    partial = replace(keyword, hits=tuple(replace(h, matched_terms=1, total_terms=2) for h in keyword.hits))
+    out = hybrid_query("q", partial, result("vsearch", "c.md", "a.md"), explain=True, limit=10)
+    assert out.explain is not None and out.explain.lists[0].weight == pytest.approx(0.5)
+    # vector's first place now outweighs keyword's
+    assert [h.path for h in out.hits][:2] == ["c.md", "a.md"]

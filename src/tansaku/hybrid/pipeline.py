@@ -36,7 +36,9 @@ def hybrid_query(
     """
     started = time.perf_counter() if started is None else started
     by_list = {"keyword": {hit.virtual_path: hit for hit in keyword.hits}}
-    k_weight, k_reason = keyword_weight()
+    top = keyword.hits[0] if keyword.hits else None
+    coverage = top.matched_terms / top.total_terms if top is not None and top.total_terms else 1.0
+    k_weight, k_reason = keyword_weight(coverage)
     lists = [_ranked("keyword", keyword, k_weight, k_reason)]
     if vector is not None:
         v_weight, v_reason = vector_weight(unknown_share)

@@ -33,5 +33,20 @@ def vector_weight(unknown_share: float) -> tuple[float, str]:
     )
 
 
-def keyword_weight() -> tuple[float, str]:
-    return ORIGINAL_WEIGHT, "original query"
+# The keyword list's weight falls with the square of the share of the query's terms its best
+# document contains. A question whose words the best keyword match mostly lacks (a paraphrase, a
+# how-to in other words) is where keyword search guesses: measured on man-pages and npm-docs with
+# MiniLM, exponent 2 lifted query MRR from 0.719 to 0.742 and 0.744 to 0.778 (exponent 1: 0.735
+# and 0.777), and left exact names and pasted errors, whose best match has every term, unchanged.
+# A boost for the vector list on long queries was tried too and lost on pasted errors.
+COVERAGE_POWER = 2.0
+
+
+def keyword_weight(coverage: float = 1.0) -> tuple[float, str]:
+    """The keyword list's weight, by the share of the query's terms its best document has."""
+    if coverage >= 1.0:
+        return ORIGINAL_WEIGHT, "original query; its best match has every term"
+    return (
+        ORIGINAL_WEIGHT * coverage**COVERAGE_POWER,
+        f"original query; its best match has {coverage:.0%} of the terms",
+    )
