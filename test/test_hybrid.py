@@ -189,3 +189,28 @@ def test_the_keyword_list_weighs_less_when_its_best_match_lacks_terms() -> None:
     assert out.explain is not None and out.explain.lists[0].weight == pytest.approx(0.5)
     # vector's first place now outweighs keyword's
     assert [h.path for h in out.hits][:2] == ["c.md", "a.md"]
+
+
+def test_a_name_lookup_halves_the_vector_list() -> None:
+    assert vector_weight(0.0, name_lookup=True)[0] == pytest.approx(1.0)
+    out = hybrid_query(
+        "q", result("search", "a.md"), result("vsearch", "b.md"), name_lookup=True, explain=True
+    )
+    assert out.explain is not None
+    assert [w.weight for w in out.explain.lists] == [2.0, 1.0]
+    assert [h.path for h in out.hits] == ["a.md", "b.md"]
+
+
+@pytest.mark.usefixtures("indexed")
+def test_is_name_lookup(index_path: Path) -> None:
+    from tansaku.search.keyword import is_name_lookup
+    from tansaku.store import db
+
+    conn = db.open_read(index_path)
+    try:
+        assert is_name_lookup(conn, "os.path.join")
+        assert is_name_lookup(conn, "restic")  # a lone word may be a name
+        assert not is_name_lookup(conn, "how do I restore a file from the backup")
+        assert not is_name_lookup(conn, "压缩")
+    finally:
+        conn.close()

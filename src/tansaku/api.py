@@ -575,11 +575,16 @@ class Tansaku:
         except ModelMissing as exc:
             hint = f" ({exc.hint})" if exc.hint else ""
             warnings.append(Notice("MODEL_MISSING", f"{exc.message}; keyword results only{hint}"))
+        from .search.keyword import is_name_lookup
+
+        with self._reader() as conn:
+            name_lookup = is_name_lookup(conn, query)
         return hybrid_query(
             query,
             keyword,
             vector,
             unknown_share=unknown,
+            name_lookup=name_lookup,
             limit=limit,
             min_score=min_score,
             candidate_limit=candidate_limit if limit is not None else _UNLIMITED,

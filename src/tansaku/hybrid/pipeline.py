@@ -22,6 +22,7 @@ def hybrid_query(
     vector: SearchResult | None,
     *,
     unknown_share: float = 0.0,
+    name_lookup: bool = False,
     limit: int | None = 5,
     min_score: float = 0.0,
     candidate_limit: int = CANDIDATE_LIMIT,
@@ -41,7 +42,7 @@ def hybrid_query(
     k_weight, k_reason = keyword_weight(coverage)
     lists = [_ranked("keyword", keyword, k_weight, k_reason)]
     if vector is not None:
-        v_weight, v_reason = vector_weight(unknown_share)
+        v_weight, v_reason = vector_weight(unknown_share, name_lookup=name_lookup)
         lists.append(_ranked("vector", vector, v_weight, v_reason))
         by_list["vector"] = {hit.virtual_path: hit for hit in vector.hits}
     fused = fuse(lists, limit=None)

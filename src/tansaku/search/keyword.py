@@ -57,6 +57,18 @@ def excluded(conn: Any, query: str, found: Sequence[tuple[str, str]]) -> set[tup
     return {ids[i] for i in store.phrase_documents(conn, expression, list(ids))}
 
 
+def is_name_lookup(conn: Any, query: str) -> bool:
+    """A short query that names something (os.path.join, --preserve-root, rsync): what keyword
+    search with its definitions signal finds best, and an embedding of a bare name least."""
+    parsed = resolve_options(parse_query(query), lambda name: store.option_defined(conn, name))
+    clauses = required_terms(parsed)
+    return (
+        bool(clauses.positive)
+        and len(clauses.positive) <= STRICT_CLAUSES
+        and bool(name_terms(parsed, clauses))
+    )
+
+
 def name_terms(parsed: ParsedQuery, clauses: ParsedQuery) -> set[Term]:
     """The terms that name something, for which headings and option lists are the best evidence:
     identifiers and options as written (os.path.join, --flag), and a lone word (`rsync`). A
