@@ -374,6 +374,7 @@ class Tansaku:
         limit: int | None = 5,
         min_score: float = 0.0,
         full: bool = False,
+        snippets: bool = True,
     ) -> SearchResult:
         from .search.keyword import SearchOptions, search
 
@@ -385,7 +386,7 @@ class Tansaku:
                 query,
                 chosen,
                 config.contexts,
-                SearchOptions(limit=limit, min_score=min_score, full=full),
+                SearchOptions(limit=limit, min_score=min_score, full=full, snippets=snippets),
                 warnings,
             )
 
@@ -564,7 +565,7 @@ class Tansaku:
 
         started = _time.perf_counter()
         pool = max(candidate_limit, limit or 0) if limit is not None else None
-        keyword = self.search(query, collections=collections, limit=pool, full=full)
+        keyword = self.search(query, collections=collections, limit=pool, full=full, snippets=False)
         vector, unknown, warnings = None, 0.0, []
         try:
             vector, unknown = self._query_vectors(query, collections, pool, full)
@@ -575,11 +576,13 @@ class Tansaku:
         except ModelMissing as exc:
             hint = f" ({exc.hint})" if exc.hint else ""
             warnings.append(Notice("MODEL_MISSING", f"{exc.message}; keyword results only{hint}"))
-        from .search.keyword import is_name_lookup
+        from dataclasses import replace
+
+        from .search.keyword import add_snippets, is_name_lookup
 
         with self._reader() as conn:
             name_lookup = is_name_lookup(conn, query)
-        return hybrid_query(
+        fused = hybrid_query(
             query,
             keyword,
             vector,
@@ -592,6 +595,8 @@ class Tansaku:
             warnings=warnings,
             started=started,
         )
+        with self._reader() as conn:
+            return replace(fused, hits=tuple(add_snippets(conn, query, fused.hits)))
 
     def pack(
         self,

@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import EmptyQuery
 from ..store import documents as store
 from ..text.cjk import has_cjk
-from ..types import Collection, Hit, Notice, SearchResult
+from ..types import Collection, Hit, Notice, SearchResult, Snippet
 from .hits import make_hit
 from .query import (
     ParsedQuery,
@@ -42,6 +42,9 @@ class SearchOptions:
     limit: int | None = 5  # None = all
     min_score: float = 0.0
     full: bool = False
+    # False: hits carry no snippet (`query` fuses 40 candidates and shows a few: it asks
+    # `add_snippets` for those; a snippet of a 180 KB page costs milliseconds).
+    snippets: bool = True
 
 
 def excluded(conn: Any, query: str, found: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -196,6 +199,29 @@ def _selective(conn: Any, clauses: ParsedQuery) -> ParsedQuery:
     return ParsedQuery((*kept, *clauses.negative))
 
 
+_NO_SNIPPET = Snippet(1, ())
+
+
+def add_snippets(conn: Any, query: str, hits: Sequence[Hit]) -> list[Hit]:
+    """The hits with the snippet keyword search would give them, where they have none."""
+    from dataclasses import replace
+
+    missing = [hit for hit in hits if not hit.snippet.lines]
+    if not missing:
+        return list(hits)
+    parsed = resolve_options(parse_query(query), lambda name: store.option_defined(conn, name))
+    terms = required_terms(parsed).highlight_terms
+    docs = {(h.collection, h.path): store.document_at(conn, h.collection, h.path) for h in missing}
+    texts = store.bodies(conn, [doc.hash for doc in docs.values() if doc is not None])
+    out = []
+    for hit in hits:
+        doc = docs.get((hit.collection, hit.path)) if not hit.snippet.lines else None
+        if doc is not None:
+            hit = replace(hit, snippet=best_snippet(texts.get(doc.hash, ""), terms))
+        out.append(hit)
+    return out
+
+
 def _hits(
     conn: Any,
     scored: list[Scored],
@@ -206,13 +232,14 @@ def _hits(
     collections: Mapping[str, Collection],
 ) -> list[Hit]:
     docs = store.documents_by_ids(conn, [item.doc_id for item in scored])
-    texts = store.bodies(conn, [doc.hash for doc in docs.values()])
+    wanted = options.snippets or options.full
+    texts = store.bodies(conn, [doc.hash for doc in docs.values()]) if wanted else {}
     terms = parsed.highlight_terms  # the required terms: a stopword line is no better snippet
     hits: list[Hit] = []
     for item in scored:
         doc = docs[item.doc_id]
         body = texts.get(doc.hash, "")
-        snippet = best_snippet(body, terms)
+        snippet = best_snippet(body, terms) if options.snippets else _NO_SNIPPET
         full = body if options.full else None
         hits.append(
             make_hit(
