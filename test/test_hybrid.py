@@ -214,3 +214,53 @@ def test_is_name_lookup(index_path: Path) -> None:
         assert not is_name_lookup(conn, "压缩")
     finally:
         conn.close()
+
+
+# --- query documents ---------------------------------------------------------------------------
+
+
+def test_a_query_document_is_parsed_line_by_line() -> None:
+    from tansaku.hybrid.document import parse_query_document
+
+    assert parse_query_document("how do I restore a file") is None
+    doc = parse_query_document(
+        "lex: restic restore\n\nVEC: get a file back\nhyde: Run restic restore.\nintent: laptops"
+    )
+    assert doc is not None
+    assert doc.lines == (
+        ("lex", "restic restore"),
+        ("vec", "get a file back"),
+        ("hyde", "Run restic restore."),
+    )
+    assert doc.intent == "laptops"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("lex: a\nplain words", "line 2 has no type"),
+        ("lex: a\nvec:", r"line 2 \(vec:\) is empty"),
+        ("intent: x", "no lex:, vec: or hyde: line"),
+        ("lex: a\nintent: x\nintent: y", "line 3: a second intent"),
+        ("\n".join(f"lex: w{i}" for i in range(11)), "11 sub-searches; at most 10"),
+    ],
+)
+def test_a_malformed_query_document_is_a_usage_error_naming_the_line(text: str, message: str) -> None:
+    from tansaku.errors import UsageError
+    from tansaku.hybrid.document import parse_query_document
+
+    with pytest.raises(UsageError, match=message):
+        parse_query_document(text)
+
+
+@pytest.mark.usefixtures("indexed")
+def test_a_query_document_runs_each_line_as_its_own_list(cli, model: Path) -> None:
+    assert cli("embed").exit_code == 0
+    data = cli(
+        "query", "lex: restore\nlex: snapshots\nvec: get a deleted file back", "--json", "--explain"
+    ).json()
+    assert [w["name"] for w in data["explain"]["lists"]] == ["lex 1", "lex 2", "vec 1"]
+    assert [w["weight"] for w in data["explain"]["lists"]][:2] == [2.0, 1.0]  # a further lex line weighs half
+    assert data["used"] == "keyword+vector" and data["results"]
+    bad = cli("query", "lex: restore\nnot typed", "--json")
+    assert bad.exit_code == 2 and "line 2" in bad.error()["message"]

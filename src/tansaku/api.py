@@ -21,6 +21,7 @@ from .errors import (
     IndexCorrupt,
     IndexError_,
     IndexSchemaMismatch,
+    ModelMissing,
     PathNotFound,
     TansakuError,
     UsageError,
@@ -555,48 +556,73 @@ class Tansaku:
     ) -> SearchResult:
         """Keyword and vector results fused by weighted Reciprocal Rank Fusion (hybrid/).
 
-        Without vectors or an embedding model the keyword results come back alone, with the
-        warning that says why (``VECTORS_UNAVAILABLE``, ``MODEL_MISSING``), never an error.
+        ``query`` may be a query document (typed ``lex:``/``vec:``/``hyde:``/``intent:`` lines,
+        hybrid/document.py): each line is its own list. Without vectors or an embedding model
+        the keyword results come back alone, with the warning that says why
+        (``VECTORS_UNAVAILABLE``, ``MODEL_MISSING``), never an error.
         """
         import time as _time
+        from dataclasses import replace
 
-        from .errors import ModelMissing
-        from .hybrid.pipeline import hybrid_query
+        from .hybrid.document import parse_query_document
+        from .hybrid.pipeline import Retrieval, fuse_retrievals
+        from .search.keyword import add_snippets, is_name_lookup
 
         started = _time.perf_counter()
         pool = max(candidate_limit, limit or 0) if limit is not None else None
-        keyword = self.search(query, collections=collections, limit=pool, full=full, snippets=False)
-        vector, unknown, warnings = None, 0.0, []
-        try:
-            vector, unknown = self._query_vectors(query, collections, pool, full)
-        except NoVectors as exc:
-            warnings.append(
-                Notice("VECTORS_UNAVAILABLE", f"{exc.message}; keyword results only ({exc.hint})")
-            )
-        except ModelMissing as exc:
-            hint = f" ({exc.hint})" if exc.hint else ""
-            warnings.append(Notice("MODEL_MISSING", f"{exc.message}; keyword results only{hint}"))
-        from dataclasses import replace
-
-        from .search.keyword import add_snippets, is_name_lookup
-
+        document = parse_query_document(query)
+        lines = document.lines if document is not None else (("query", query),)
+        warnings: list[Notice] = []
+        retrievals: list[Retrieval] = []
+        seen: dict[str, int] = {}
+        vectors_usable = True
+        for kind, text in lines:
+            seen[kind] = seen.get(kind, 0) + 1
+            # The first line of each kind stands for the query; further ones weigh half.
+            base = 2.0 if seen[kind] == 1 else 1.0
+            if kind in ("query", "lex"):
+                name = "keyword" if kind == "query" else f"lex {seen[kind]}"
+                found = self.search(text, collections=collections, limit=pool, full=full, snippets=False)
+                retrievals.append(Retrieval(name, "keyword", found, base))
+            if kind in ("query", "vec", "hyde") and vectors_usable:
+                try:
+                    vector, unknown = self._query_vectors(text, collections, pool, full)
+                except NoVectors as exc:
+                    vectors_usable = False
+                    warnings.append(
+                        Notice("VECTORS_UNAVAILABLE", f"{exc.message}; keyword results only ({exc.hint})")
+                    )
+                    continue
+                except ModelMissing as exc:
+                    vectors_usable = False
+                    hint = f" ({exc.hint})" if exc.hint else ""
+                    warnings.append(Notice("MODEL_MISSING", f"{exc.message}; keyword results only{hint}"))
+                    continue
+                if vector is not None:
+                    name = "vector" if kind == "query" else f"{kind} {seen[kind]}"
+                    retrievals.append(Retrieval(name, "vector", vector, base, unknown))
+        keyword_texts = [text for kind, text in lines if kind in ("query", "lex")]
         with self._reader() as conn:
-            name_lookup = is_name_lookup(conn, query)
-        fused = hybrid_query(
+            name_lookup = bool(keyword_texts) and is_name_lookup(conn, keyword_texts[0])
+        notes = ()
+        if document is not None:
+            notes = (f"query document: {len(lines)} typed lines, run as given",)
+            if document.intent:
+                notes += (f"intent (not searched): {document.intent}",)
+        fused = fuse_retrievals(
             query,
-            keyword,
-            vector,
-            unknown_share=unknown,
+            retrievals,
             name_lookup=name_lookup,
             limit=limit,
             min_score=min_score,
             candidate_limit=candidate_limit if limit is not None else _UNLIMITED,
             explain=explain,
             warnings=warnings,
+            notes=notes,
             started=started,
         )
         with self._reader() as conn:
-            return replace(fused, hits=tuple(add_snippets(conn, query, fused.hits)))
+            return replace(fused, hits=tuple(add_snippets(conn, " ".join(keyword_texts), fused.hits)))
 
     def pack(
         self,

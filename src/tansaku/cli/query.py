@@ -21,7 +21,8 @@ def register(commands: Any) -> None:
     )
     add_query_argument(
         query,
-        help='words, "phrases", -word, names, options, as for search; any word that is not an option',
+        help='words, "phrases", -word, names, options, as for search; any word that is not an option;'
+        " or a query document: lines typed lex: (keyword), vec: or hyde: (vectors), intent: (not searched)",
         meaning=" (keyword search excludes documents containing laptop; the vector side embeds the text)",
     )
     add_result_options(

@@ -9,11 +9,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
-from ..types import HitExplanation, ListRank, ListWeight, Notice, QueryExplanation, SearchResult
+from ..types import Hit, HitExplanation, ListRank, ListWeight, Notice, QueryExplanation, SearchResult
 from .fusion import CANDIDATE_LIMIT, FULL_WEIGHT, TOP_BONUS, K, RankedList, fuse
-from .trust import keyword_weight, vector_weight
+from .trust import ORIGINAL_WEIGHT, keyword_weight, vector_weight
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """One ranked list to fuse: what found it, and how much it weighs before trust."""
+
+    name: str  # "keyword", "vector"; in a query document "lex 1", "vec 2", "hyde 1"
+    kind: str  # "keyword" or "vector"
+    result: SearchResult
+    base_weight: float = ORIGINAL_WEIGHT
+    unknown_share: float = 0.0  # vector lists: the share of the text the embedder cannot read
 
 
 def hybrid_query(
@@ -22,39 +34,60 @@ def hybrid_query(
     vector: SearchResult | None,
     *,
     unknown_share: float = 0.0,
+    **options: Any,
+) -> SearchResult:
+    """Fuse ``keyword`` and ``vector`` (None: vectors unavailable, said in ``warnings``)."""
+    retrievals = [Retrieval("keyword", "keyword", keyword)]
+    if vector is not None:
+        retrievals.append(Retrieval("vector", "vector", vector, unknown_share=unknown_share))
+    return fuse_retrievals(query, retrievals, **options)
+
+
+def fuse_retrievals(
+    query: str,
+    retrievals: Sequence[Retrieval],
+    *,
     name_lookup: bool = False,
     limit: int | None = 5,
     min_score: float = 0.0,
     candidate_limit: int = CANDIDATE_LIMIT,
     explain: bool = False,
     warnings: Sequence[Notice] = (),
+    notes: Sequence[str] = (),
     started: float | None = None,
 ) -> SearchResult:
-    """Fuse ``keyword`` and ``vector`` (None: vectors unavailable, said in ``warnings``).
+    """Fuse the lists, each weighed by its base weight and by how far it can be trusted.
 
     Scores are the fused RRF sums scaled to 0..1 by the most a document could get (first in every
     list that counted, with the top bonus), so a score of 1 means "first everywhere".
     """
     started = time.perf_counter() if started is None else started
-    by_list = {"keyword": {hit.virtual_path: hit for hit in keyword.hits}}
-    top = keyword.hits[0] if keyword.hits else None
-    coverage = top.matched_terms / top.total_terms if top is not None and top.total_terms else 1.0
-    k_weight, k_reason = keyword_weight(coverage)
-    lists = [_ranked("keyword", keyword, k_weight, k_reason)]
-    if vector is not None:
-        v_weight, v_reason = vector_weight(unknown_share, name_lookup=name_lookup)
-        lists.append(_ranked("vector", vector, v_weight, v_reason))
-        by_list["vector"] = {hit.virtual_path: hit for hit in vector.hits}
+    by_list: dict[str, dict[str, Hit]] = {}
+    lists = []
+    for retrieval in retrievals:
+        result = retrieval.result
+        by_list[retrieval.name] = {hit.virtual_path: hit for hit in result.hits}
+        scale = retrieval.base_weight / ORIGINAL_WEIGHT
+        if retrieval.kind == "keyword":
+            top = result.hits[0] if result.hits else None
+            coverage = top.matched_terms / top.total_terms if top is not None and top.total_terms else 1.0
+            weight, reason = keyword_weight(coverage)
+        else:
+            weight, reason = vector_weight(retrieval.unknown_share, name_lookup=name_lookup)
+        if scale != 1.0:
+            reason = f"{reason}; a further line of the query document (x{scale:g})"
+        lists.append(_ranked(retrieval.name, result, weight * scale, reason))
     fused = fuse(lists, limit=None)
     counted = [ranked.name for ranked in lists if ranked.weight > 0 and ranked.keys]
     best_possible = sum(r.weight / (K + 1) for r in lists if r.name in counted) + (
         TOP_BONUS if counted else 0.0
     )
+    kinds = {r.name: r.kind for r in retrievals}
     hits = {}
     for f in fused:
         # The document's own passage comes from the list that ranked it best (keyword first on a
         # tie), so the snippet shows why it was found.
-        best = min(f.contributions, key=lambda c: (c.rank, c.list_name != "keyword"))
+        best = min(f.contributions, key=lambda c: (c.rank, kinds[c.list_name] != "keyword"))
         hits[f.key] = by_list[best.list_name][f.key]
     ranked_hits = []
     for f in fused[:candidate_limit]:
@@ -62,9 +95,14 @@ def hybrid_query(
         if score >= min_score:
             ranked_hits.append((f, replace(hits[f.key], score=score)))
     shown = ranked_hits if limit is None else ranked_hits[:limit]
-    capped = keyword.total > len(keyword.hits) or (vector is not None and vector.total > len(vector.hits))
-    used = "keyword+vector" if "vector" in counted else "keyword"
-    notices = _unique([*warnings, *keyword.warnings, *(vector.warnings if vector is not None else ())])
+    capped = any(r.result.total > len(r.result.hits) for r in retrievals)
+    used_kinds = {kinds[name] for name in counted}
+    used = (
+        "keyword+vector"
+        if used_kinds == {"keyword", "vector"}
+        else ("vector" if used_kinds == {"vector"} else "keyword")
+    )
+    notices = _unique([*warnings, *(w for r in retrievals for w in r.result.warnings)])
     explanation = None
     if explain:
         explanation = QueryExplanation(
@@ -79,6 +117,7 @@ def hybrid_query(
                 for f, _ in shown
             ),
             notes=(
+                *notes,
                 f"RRF: weight / ({K} + rank) per list, +{TOP_BONUS} for a first place "
                 f"(+0.02 for ranks 2-3), scaled by the list's weight against {FULL_WEIGHT}",
                 f"scores are the fused sum over the best possible ({best_possible:.4f})",
@@ -92,7 +131,7 @@ def hybrid_query(
         limit=limit,
         warnings=tuple(notices),
         took_ms=(time.perf_counter() - started) * 1000,
-        collections=keyword.collections,
+        collections=retrievals[0].result.collections if retrievals else (),
         total_exact=not capped,
         used=used,
         explain=explanation,
