@@ -86,7 +86,9 @@ def markdown(reports: list[dict], command: str) -> str:
         "document in the top k; MRR@10; nDCG@10 with grade 2 for the primary answer and 1 for the",
         "other judged documents. Latency is in-process, per query, after one warm-up query per kind.",
         "`bm25-or` is the reference run (`evals/bm25_or.py`): plain FTS5 BM25 over the query's words",
-        "OR-ed, on the same index; every `search` kind should be at or above it.",
+        "OR-ed, on the same index; every `search` kind should be at or above it. Keyword search",
+        "before and after issue 9 (Hit@1, Hit@3, MRR@10 per set and kind, beside `bm25-or`):",
+        "[RESULTS-keyword.md](RESULTS-keyword.md).",
         "",
     ]
     for report in reports:
