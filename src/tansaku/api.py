@@ -467,6 +467,7 @@ class Tansaku:
         min_score: float,
         full: bool,
         verbose: bool,
+        snippets: bool = True,
     ) -> tuple[SearchResult, float]:
         """The vector results, and the share of the query's tokens the embedder does not know."""
         import time as _time
@@ -517,7 +518,9 @@ class Tansaku:
             threads = resolve_threads(self.config_path).query
             embedder = load_embedder(ref.local_path, threads=threads, verbose=verbose)
             vector = pack(embedder.embed([prompt.query(query)])[0])
-            request = VectorQuery(query, vector, identity.fingerprint, embedder.dims, limit, min_score, full)
+            request = VectorQuery(
+                query, vector, identity.fingerprint, embedder.dims, limit, min_score, full, snippets
+            )
             result = vsearch(conn, request, pairs, config.contexts, warnings, started, cache)
             return result, embedder.unknown_share(query)
 
@@ -535,7 +538,7 @@ class Tansaku:
             text = without_exclusions(query, lambda name: store.option_defined(conn, name))
         if not text.strip():
             return None, 0.0
-        result, unknown = self._vsearch(text, collections, pool, 0.0, full, False)
+        result, unknown = self._vsearch(text, collections, pool, 0.0, full, False, snippets=False)
         with self._reader() as conn:
             ruled_out = excluded(conn, query, [(h.collection, h.path) for h in result.hits])
         if ruled_out:

@@ -24,7 +24,7 @@ from .query import (
     resolve_options,
 )
 from .scoring import COMMON_MATCHES, NAME_WEIGHTS, PROSE_WEIGHTS, Scored, rescore
-from .snippets import best_snippet
+from .snippets import best_snippet, chunk_snippet
 
 # FTS5 orders candidates; tansaku re-scores this many per collection (and per candidate query),
 # so its own IDF and the identifier phrases can reorder them. FTS5 scores every match to order
@@ -217,7 +217,12 @@ def add_snippets(conn: Any, query: str, hits: Sequence[Hit]) -> list[Hit]:
     for hit in hits:
         doc = docs.get((hit.collection, hit.path)) if not hit.snippet.lines else None
         if doc is not None:
-            hit = replace(hit, snippet=best_snippet(texts.get(doc.hash, ""), terms))
+            body = texts.get(doc.hash, "")
+            if hit.chunk_lines is not None:  # found by vectors: the best lines of its chunk
+                snippet = chunk_snippet(body, hit.chunk_lines[0], hit.chunk_lines[1], terms)
+            else:
+                snippet = best_snippet(body, terms)
+            hit = replace(hit, snippet=snippet)
         out.append(hit)
     return out
 

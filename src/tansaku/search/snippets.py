@@ -290,3 +290,11 @@ def _best_line(lines: list[str], matcher: _Matcher, start: int, end: int) -> tup
         if score > best_score or (score == best_score and score and i < best):
             best, best_score = i, score
     return best, best_score
+
+
+def chunk_snippet(body: str, start_line: int, end_line: int, terms: Sequence[str]) -> Snippet:
+    """The best lines inside a chunk (lines ``start_line``..``end_line``), numbered as in the
+    source file."""
+    lines = split_lines(body)[start_line - 1 : end_line]
+    inner = best_snippet("\n".join(lines), terms)
+    return Snippet(start_line=start_line + inner.start_line - 1, lines=inner.lines)

@@ -19,7 +19,7 @@ from ..store import vectors as vec
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
 from .hits import make_hit
 from .query import parse_query, required_terms
-from .snippets import best_snippet, split_lines
+from .snippets import chunk_snippet
 from .vector_cache import CollectionVectors, ModelVectors, VectorCache, collection_vectors
 
 DEFAULT_MIN_SCORE = 0.3
@@ -37,6 +37,7 @@ class VectorQuery:
     limit: int | None
     min_score: float = DEFAULT_MIN_SCORE
     full: bool = False
+    snippets: bool = True  # `query` asks for none, then fills in the ones it shows
 
 
 @dataclass(frozen=True)
@@ -183,20 +184,17 @@ def _hits(
     contexts: Mapping[str, str],
     collections: Mapping[str, Collection],
 ) -> list[Hit]:
-    texts = store.bodies(conn, [item.doc.hash for item in ranked])
+    wanted = request.snippets or request.full
+    texts = store.bodies(conn, [item.doc.hash for item in ranked]) if wanted else {}
     terms = required_terms(parse_query(request.query)).highlight_terms
     hits = []
     for item in ranked:
         body = texts.get(item.doc.hash, "")
-        snippet = chunk_snippet(body, item.start_line, item.end_line, terms)
+        if request.snippets:
+            snippet = chunk_snippet(body, item.start_line, item.end_line, terms)
+        else:
+            snippet = Snippet(item.start_line, ())
         full = body if request.full else None
         lines = (item.start_line, item.end_line)
         hits.append(make_hit(item.doc, item.score, snippet, full, collections, contexts, chunk_lines=lines))
     return hits
-
-
-def chunk_snippet(body: str, start_line: int, end_line: int, terms: Sequence[str]) -> Snippet:
-    """The best lines inside the matching chunk, numbered as in the source file."""
-    lines = split_lines(body)[start_line - 1 : end_line]
-    inner = best_snippet("\n".join(lines), terms)
-    return Snippet(start_line=start_line + inner.start_line - 1, lines=inner.lines)
