@@ -564,68 +564,39 @@ class Tansaku:
         the keyword results come back alone, with the warning that says why
         (``VECTORS_UNAVAILABLE``, ``MODEL_MISSING``), never an error.
         """
-        import time as _time
-        from dataclasses import replace
-
-        from .hybrid.document import parse_query_document
-        from .hybrid.pipeline import Retrieval, fuse_retrievals
+        from .hybrid.run import QuerySteps, run_query
         from .search.keyword import add_snippets, is_name_lookup
 
-        started = _time.perf_counter()
         pool = max(candidate_limit, limit or 0) if limit is not None else None
-        document = parse_query_document(query)
-        lines = document.lines if document is not None else (("query", query),)
-        warnings: list[Notice] = []
-        retrievals: list[Retrieval] = []
-        seen: dict[str, int] = {}
-        vectors_usable = True
-        for kind, text in lines:
-            seen[kind] = seen.get(kind, 0) + 1
-            # The first line of each kind stands for the query; further ones weigh half.
-            base = 2.0 if seen[kind] == 1 else 1.0
-            if kind in ("query", "lex"):
-                name = "keyword" if kind == "query" else f"lex {seen[kind]}"
-                found = self.search(text, collections=collections, limit=pool, full=full, snippets=False)
-                retrievals.append(Retrieval(name, "keyword", found, base))
-            if kind in ("query", "vec", "hyde") and vectors_usable:
-                try:
-                    vector, unknown = self._query_vectors(text, collections, pool, full)
-                except NoVectors as exc:
-                    vectors_usable = False
-                    warnings.append(
-                        Notice("VECTORS_UNAVAILABLE", f"{exc.message}; keyword results only ({exc.hint})")
-                    )
-                    continue
-                except ModelMissing as exc:
-                    vectors_usable = False
-                    hint = f" ({exc.hint})" if exc.hint else ""
-                    warnings.append(Notice("MODEL_MISSING", f"{exc.message}; keyword results only{hint}"))
-                    continue
-                if vector is not None:
-                    name = "vector" if kind == "query" else f"{kind} {seen[kind]}"
-                    retrievals.append(Retrieval(name, "vector", vector, base, unknown))
-        keyword_texts = [text for kind, text in lines if kind in ("query", "lex")]
+
+        def keyword(text: str) -> SearchResult:
+            return self.search(text, collections=collections, limit=pool, full=full, snippets=False)
+
+        def vector(text: str) -> tuple[SearchResult | None, float, Notice | None]:
+            try:
+                return (*self._query_vectors(text, collections, pool, full), None)
+            except NoVectors as exc:
+                why = f"{exc.message}; keyword results only ({exc.hint})"
+                return None, 0.0, Notice("VECTORS_UNAVAILABLE", why)
+            except ModelMissing as exc:
+                hint = f" ({exc.hint})" if exc.hint else ""
+                return None, 0.0, Notice("MODEL_MISSING", f"{exc.message}; keyword results only{hint}")
+
         with self._reader() as conn:
-            name_lookup = bool(keyword_texts) and is_name_lookup(conn, keyword_texts[0])
-        notes = ()
-        if document is not None:
-            notes = (f"query document: {len(lines)} typed lines, run as given",)
-            if document.intent:
-                notes += (f"intent (not searched): {document.intent}",)
-        fused = fuse_retrievals(
-            query,
-            retrievals,
-            name_lookup=name_lookup,
-            limit=limit,
-            min_score=min_score,
-            candidate_limit=candidate_limit if limit is not None else _UNLIMITED,
-            explain=explain,
-            warnings=warnings,
-            notes=notes,
-            started=started,
-        )
-        with self._reader() as conn:
-            return replace(fused, hits=tuple(add_snippets(conn, " ".join(keyword_texts), fused.hits)))
+            steps = QuerySteps(
+                keyword,
+                vector,
+                lambda text: is_name_lookup(conn, text),
+                lambda text, hits: add_snippets(conn, text, hits),
+            )
+            return run_query(
+                query,
+                steps,
+                limit=limit,
+                min_score=min_score,
+                candidate_limit=candidate_limit,
+                explain=explain,
+            )
 
     def pack(
         self,
@@ -889,10 +860,6 @@ class Tansaku:
         except TansakuError as exc:  # status reports a bad setting; the model commands refuse it
             warnings.append(Notice(exc.code, exc.message))
             return None
-
-
-# `query --all`: every fused document.
-_UNLIMITED = 1 << 30
 
 
 class NoVectors(IndexError_):
