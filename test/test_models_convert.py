@@ -55,6 +55,7 @@ def test_converted_file_loads_as_384_dim_bert(embedder) -> None:
     # 512 positions less [CLS] and [SEP]; sentence-transformers trained it on 256.
     assert embedder.context_tokens == 510
     assert embedder.trained_window == 256
+    assert embedder.window_tokens == 254  # what embed cuts windows to
 
 
 @requires_minilm

@@ -88,7 +88,7 @@ def test_chunk_level_reuse_only_re_embeds_the_edited_chunk(cli, model, tmp_path:
     report = embed(cli)
     first = report["collections"][0]
     assert first["embedded"] >= chunks
-    assert first["windows"] > 0  # 900-token chunks do not fit MiniLM's 510-token window
+    assert first["windows"] > 0  # 900-token chunks do not fit MiniLM's 254-token window
     # Rates: chunks/s counts chunks, vectors/s counts each window's vector.
     ratio = report["vectors_per_second"] / report["chunks_per_second"]
     assert ratio == pytest.approx(first["embedded"] / chunks, rel=1e-3)  # JSON rounds the rates
@@ -193,7 +193,8 @@ def test_interrupted_embed_keeps_finished_batches_and_resumes(model, tmp_path: P
         (corpus / f"n{i:03}.md").write_text(
             f"# Note {i}\n\n" + f"word{i} sentence about item {i}. " * 60, encoding="utf-8"
         )
-    env = {**os.environ, "TANSAKU_PYTHON": sys.executable}
+    # One window per note (each has about 420 tokens), so vectors count chunks here.
+    env = {**os.environ, "TANSAKU_PYTHON": sys.executable, "TANSAKU_EMBED_WINDOW": "510"}
     wrapper = str(REPO / "bin" / "tansaku")
     subprocess.run(
         [wrapper, "collection", "add", str(corpus), "--name", "many"],
@@ -238,10 +239,11 @@ def test_status_reports_vectors_pending_and_window(cli, model, indexed: Path):
     status = cli("status", "--json").json()
     info = status["collections"][0]
     assert info["vectors"] == 13 and info["unembedded"] == 1
-    assert status["embed_window"] == 510
+    # MiniLM was trained on 256 tokens: 254 besides [CLS] and [SEP], though its context is 510.
+    assert status["embed_window"] == 254
     assert any("have no vector yet" in line for line in status["pending"])
     text = cli("status").stdout
-    assert "510-token windows" in text
+    assert "254-token windows" in text
 
 
 @pytest.mark.usefixtures("indexed")
@@ -330,3 +332,23 @@ def test_a_new_chunker_version_reuses_every_unchanged_vector(cli, model, monkeyp
     assert second["embedded"] == 0, second
     assert second["reused"] == first["embedded"], second
     assert cli("vsearch", "restore a file", "--json").exit_code == 0
+
+
+@pytest.mark.usefixtures("indexed")
+def test_the_window_can_be_set_and_a_bad_setting_is_an_error(cli, model, monkeypatch):
+    monkeypatch.setenv("TANSAKU_EMBED_WINDOW", "100")
+    assert cli("embed").exit_code == 0
+    assert cli("status", "--json").json()["embed_window"] == 100
+    monkeypatch.setenv("TANSAKU_EMBED_WINDOW", "lots")
+    result = cli("embed", "-f", "--json")
+    assert result.exit_code == 2 and "TANSAKU_EMBED_WINDOW" in result.error()["message"]
+
+
+def test_plain_prompts_start_every_window_with_the_document_title():
+    from tansaku.models.prompts import PromptFormat
+
+    plain = PromptFormat("plain")
+    assert plain.document("Nightly backups", (), "restic restore") == "Nightly backups\nrestic restore"
+    heading = ("Nightly backups", "Restoring a file")
+    assert plain.document("Nightly backups", heading, "x") == "Nightly backups > Restoring a file\nx"
+    assert plain.document("", (), "x") == "x"

@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..errors import UsageError
 from ..models.llama import file_sha256
 from ..models.prompts import PromptFormat
 from ..store import db
@@ -39,9 +40,10 @@ class Embedder(Protocol):
     def count_tokens(self, text: str) -> int: ...
 
 
-# Bump only if the text given to the model for the same chunk text could change without its hash
-# changing (never so far).
-EMBEDDED_TEXT_VERSION = 1
+# Bump when the text given to the model for the same chunk changes (its hash changes, but the
+# chunk's link to its vector would not, so the old vectors would silently stay): 2 = every window
+# starts with its document's title and is at most the model's trained length.
+EMBEDDED_TEXT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,8 @@ class ModelIdentity:
 
     Not the chunker version: a vector is keyed by the exact text embedded (heading path and
     chunk), so a new chunker costs only the chunks whose text changed, and ``embed`` relinks the
-    rest. The ``c1`` suffix is kept (it was ``c`` + the chunker version, 1, until chunker 2) so
-    vectors made before keep their fingerprint."""
+    rest. The ``c`` suffix is EMBEDDED_TEXT_VERSION (it was ``c`` + the chunker version, 1, until
+    chunker 2)."""
 
     path: str
     sha256: str
@@ -217,7 +219,7 @@ def _run(
                 continue
             if embedder is None:
                 embedder = load_embedder()
-                report.dims, report.window_tokens = embedder.dims, embedder.context_tokens
+                report.dims, report.window_tokens = embedder.dims, window_tokens(embedder)
                 with db.write_lock(conn, index_path, "embed"):
                     vec.ensure_vec_table(conn, embedder.dims)
                     vec.register_model(conn, _record(identity, embedder), _now())
@@ -246,6 +248,20 @@ def _run(
     return report
 
 
+def window_tokens(embedder: Embedder) -> int:
+    """Tokens per embedded window: ``TANSAKU_EMBED_WINDOW`` if set, else the model's trained
+    window where it declares one, else its whole context."""
+    override = os.environ.get("TANSAKU_EMBED_WINDOW", "").strip()
+    limit = int(getattr(embedder, "window_tokens", embedder.context_tokens))
+    if override:
+        if not override.isdigit() or int(override) < 16:
+            raise UsageError(
+                f"TANSAKU_EMBED_WINDOW={override!r} is not a whole number of tokens (16 or more)"
+            )
+        return min(int(override), embedder.context_tokens)
+    return limit
+
+
 def _record(identity: ModelIdentity, embedder: Embedder) -> vec.EmbedModelRecord:
     return vec.EmbedModelRecord(
         fingerprint=identity.fingerprint,
@@ -255,7 +271,7 @@ def _record(identity: ModelIdentity, embedder: Embedder) -> vec.EmbedModelRecord
         model_mtime_ns=identity.mtime_ns,
         prompt_format=identity.prompt.name,
         dims=embedder.dims,
-        window_tokens=embedder.context_tokens,
+        window_tokens=window_tokens(embedder),
     )
 
 
@@ -286,7 +302,7 @@ def _units(
             text = body[chunk.start_char : chunk.end_char].removesuffix("\n")
             render = partial(_render, prompt, title, tuple(chunk.heading_path))
             windows = split_windows(
-                text.split("\n"), chunk.start_line, render, embedder.count_tokens, embedder.context_tokens
+                text.split("\n"), chunk.start_line, render, embedder.count_tokens, window_tokens(embedder)
             )
             for number, window in enumerate(windows):
                 rendered = render(window.text)

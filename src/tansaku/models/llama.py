@@ -203,6 +203,15 @@ class LlamaEmbedder:
         return self._n_ctx - self._overhead
 
     @property
+    def window_tokens(self) -> int:
+        """The most tokens of text one embedded window holds: the trained window where the model
+        declares one (MiniLM: 256, so 254 besides [CLS] and [SEP]), else ``context_tokens``.
+        Measured with MiniLM, longer windows than it was trained on embed worse (issue 10)."""
+        if self._trained_window is None:
+            return self.context_tokens
+        return max(1, min(self.context_tokens, self._trained_window - self._overhead))
+
+    @property
     def trained_window(self) -> int | None:
         """The window the model was trained for (sentence-transformers' max_seq_length), if known.
 

@@ -31,6 +31,10 @@ class PromptFormat:
         body = (" > ".join(heading_path) + "\n" + text) if heading_path else text
         if self.name == "embeddinggemma":
             return f"title: {title or 'none'} | text: {body}"
+        # Every window starts with what its document is (its title, unless the heading path
+        # already does): a window from the middle of a long page otherwise says nothing of it.
+        if title and not (heading_path and heading_path[0] == title):
+            return title + "\n" + body
         return body
 
 
