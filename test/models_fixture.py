@@ -15,6 +15,7 @@ import importlib.util
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -22,7 +23,14 @@ import pytest
 
 from tansaku.models import convert
 
-__all__ = ["minilm_gguf", "model_cache_dir", "models_required", "requires_llama", "requires_minilm"]
+__all__ = [
+    "cross_encoder_gguf",
+    "minilm_gguf",
+    "model_cache_dir",
+    "models_required",
+    "requires_llama",
+    "requires_minilm",
+]
 
 REQUIRE_ENV = "TANSAKU_REQUIRE_MODELS"
 CACHE_ENV = "TANSAKU_TEST_MODEL_CACHE"
@@ -64,25 +72,41 @@ def model_cache_dir() -> Path:
     return Path(configured) if configured else Path(tempfile.gettempdir()) / "tansaku-test-models"
 
 
-@cache
-def minilm_gguf() -> Path:
-    """The installed all-MiniLM-L6-v2 converted to f16 GGUF, converted once per converter change.
+def _converted(prefix: str, suffix: str, build: Callable[[Path, Path], object]) -> Path:
+    """The cached result of ``build(minilm_folder, path)``, built once per converter change.
 
     The file name carries the package version, the converter version and a hash of the converter
-    source, so editing the converter reconverts instead of testing a stale file.
+    source, so editing the converter reconverts instead of testing a stale file. The converter
+    writes atomically, so a concurrent run never loads half a file.
     """
     src = convert.find_minilm_package()
     if src is None:
         raise RuntimeError(f"the MiniLM test model is not installed: {_INSTALL_HINT}")
     version = importlib.metadata.version(convert.MINILM_DISTRIBUTION)
     source_hash = hashlib.sha256(Path(convert.__file__).read_bytes()).hexdigest()[:12]
-    prefix = "minilm-l6-v2-"
     cache_dir = model_cache_dir()
-    path = cache_dir / f"{prefix}{version}-c{convert.CONVERTER_VERSION}-{source_hash}-f16.gguf"
+    path = cache_dir / f"{prefix}{version}-c{convert.CONVERTER_VERSION}-{source_hash}-{suffix}.gguf"
     if not path.is_file():
-        convert.convert_sentence_transformer(src, path, dtype="f16", name=_MINILM_NAME)
+        build(src, path)
         # Only old leftovers go: a fresh one may belong to a concurrent run from another checkout.
-        for stale in cache_dir.glob(f"{prefix}*.gguf"):
+        for stale in cache_dir.glob(f"{prefix}*-{suffix}.gguf"):
             if stale != path and stale.stat().st_mtime < time.time() - _STALE_SECONDS:
                 stale.unlink(missing_ok=True)
     return path
+
+
+@cache
+def minilm_gguf() -> Path:
+    """The installed all-MiniLM-L6-v2 converted to f16 GGUF, converted once per converter change."""
+    return _converted(
+        "minilm-l6-v2-",
+        "f16",
+        lambda src, path: convert.convert_sentence_transformer(src, path, dtype="f16", name=_MINILM_NAME),
+    )
+
+
+@cache
+def cross_encoder_gguf() -> Path:
+    """MiniLM as a rank-pooling cross-encoder with a generated head (see
+    ``convert.convert_cross_encoder_for_tests``): f32, about 90 MB, built once per converter change."""
+    return _converted("minilm-l6-v2-", "rerank-f32", convert.convert_cross_encoder_for_tests)

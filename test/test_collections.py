@@ -298,8 +298,8 @@ def test_list_shows_every_collection_sorted(cli: Cli, indexed: Path, mixed: Path
         ("sample", 13),
     ]
     text = cli("collection", "list").stdout
-    assert text.splitlines()[0].split() == ["NAME", "DOCS", "PATH", "INCLUDED", "MASKS"]
-    assert re.search(r"^sample\s+13\s", text, re.M)
+    assert text.splitlines()[0].split() == ["NAME", "TYPE", "DOCS", "PATH", "INCLUDED", "MASKS"]
+    assert re.search(r"^sample\s+files\s+13\s", text, re.M)
 
 
 def test_list_when_there_are_none(cli: Cli) -> None:

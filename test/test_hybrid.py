@@ -8,7 +8,7 @@ import pytest
 
 from tansaku.hybrid.fusion import RankedList, fuse
 from tansaku.hybrid.pipeline import hybrid_query
-from tansaku.hybrid.trust import vector_weight
+from tansaku.hybrid.trust import keyword_confidence, vector_peak, vector_weight
 from tansaku.types import Hit, Notice, SearchResult, Snippet
 
 
@@ -41,6 +41,17 @@ def test_candidate_limit_and_ties() -> None:
     assert [f.key for f in fused] == ["a"]  # equal sums: the earlier list's better rank wins
 
 
+def test_vector_weight_grows_with_its_peak_and_halves_only_for_a_sure_name_lookup() -> None:
+    assert vector_weight(0.0, peak=0.25)[0] == pytest.approx(2.0 * 1.5)
+    assert vector_weight(0.0, name_lookup=True, keyword_sure=True)[0] == pytest.approx(1.0)
+    assert vector_weight(0.0, name_lookup=True, keyword_sure=False)[0] == pytest.approx(2.0)
+    assert vector_weight(0.75, peak=0.5)[0] == 0.0  # unreadable stays out, however peaked
+    # Keyword confidence is read in raw BM25: 0.96 against 0.91 is 24 against 10.1.
+    assert keyword_confidence([0.96, 0.91]) == pytest.approx(1 - (0.91 / 0.09) / 24, abs=1e-3)
+    assert keyword_confidence([0.9, 0.9]) == 0.0 and keyword_confidence([0.5]) == 1.0
+    assert vector_peak([0.8, 0.6]) == pytest.approx(0.25) and vector_peak([0.5]) == 0.0
+
+
 def test_vector_weight_follows_what_the_embedder_can_read() -> None:
     assert vector_weight(0.0)[0] == 2.0
     assert vector_weight(0.25)[0] == pytest.approx(1.5)
@@ -71,9 +82,11 @@ def result(
 
 def test_fused_scores_are_scaled_to_first_everywhere() -> None:
     out = hybrid_query("q", result("search", "a.md", "b.md"), result("vsearch", "a.md", "c.md"), limit=10)
-    assert [h.path for h in out.hits] == ["a.md", "b.md", "c.md"]
+    # The vector list's first result stands 11% above its second (0.9 against 0.8), so the list
+    # weighs 2 x (1 + 2 x 0.111) = 2.44: c (vector #2) comes before b (keyword #2).
+    assert [h.path for h in out.hits] == ["a.md", "c.md", "b.md"]
     assert out.hits[0].score == pytest.approx(1.0)
-    assert 0 < out.hits[2].score <= out.hits[1].score < 1  # b (keyword #2) and c (vector #2) tie
+    assert 0 < out.hits[2].score < out.hits[1].score < 1
     assert out.mode == "query" and out.used == "keyword+vector"
 
 
@@ -147,7 +160,9 @@ def test_query_fuses_keyword_and_vectors_with_the_real_model(cli, model: Path) -
     first = data["explain"]["hits"][0]
     assert first["fused"] == pytest.approx(sum(r["rrf"] for r in first["ranks"]) + first["bonus"], abs=1e-3)
     text = cli("query", question, "--explain").stdout
-    assert "explain:" in text and "list vector: weight 2.00" in text
+    vector_weight = data["explain"]["lists"][1]["weight"]
+    assert vector_weight >= 2.0  # read in full, and more when its first result stands out
+    assert "explain:" in text and f"list vector: weight {vector_weight:.2f}" in text
 
 
 @pytest.mark.usefixtures("indexed")

@@ -71,15 +71,26 @@ class CountingGenerator:
         temperature: float = 0.0,
         seed: int = 0,
         stop: Sequence[str] = (),
+        grammar: str | None = None,
+        timeout: float | None = None,
     ) -> str:
         self.calls += 1
+        self.grammar = grammar
         if self.error is not None:
             raise self.error
         if self.reply is not None:
             return self.reply
-        return str(
-            self.inner.generate(prompt, max_tokens=max_tokens, temperature=temperature, seed=seed, stop=stop)
+        text = self.inner.generate(
+            prompt,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            stop=stop,
+            grammar=grammar,
+            timeout=timeout,
         )
+        self.timed_out = self.inner.timed_out
+        return str(text)
 
 
 class CountingScorer:
@@ -165,45 +176,81 @@ def test_generator_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_parse_keeps_typed_lines_only_deduplicated_and_capped() -> None:
     text = "\n".join(
         [
-            "lex: bike tyre patch",
-            "  LEX :  bike   tyre patch ",  # a duplicate once spaces and case are normalised
+            "lex: bicycle tyre puncture",
+            "  LEX :  bicycle   tyre puncture ",  # a duplicate once spaces and case are normalised
             "lex: inner tube repair",
             "lex: How to repair a bicycle puncture",  # the query itself adds nothing
             "lex: puncture kit",
-            "lex: fourth keyword line",  # over the cap of three
-            "vec: how do I fix a flat tyre on my bike",
+            "lex: fourth puncture line",  # over the cap of three
+            "lex: tyre patch",  # shares no word with the query: drift, not an expansion
+            "vec: how do I fix a puncture on my bike",
             "some chatter the model added",
-            "hyde: Remove the wheel, find the hole and glue a patch over it.",
+            "hyde: Remove the wheel, find the puncture and glue a patch over it.",
             "hyde:   ",
             "vec: how often should I feed a sourdough starter",  # copied from the prompt's example
             "Query: another invented example",
-            "lex: belongs to the invented example",
+            "lex: belongs to the invented puncture example",
         ]
     )
     parsed = parse_expansion(text, QUERY)
     assert parsed == {
-        "lex": ["bike tyre patch", "inner tube repair", "puncture kit"],
-        "vec": ["how do I fix a flat tyre on my bike"],
-        "hyde": ["Remove the wheel, find the hole and glue a patch over it."],
+        "lex": ["bicycle tyre puncture", "inner tube repair", "puncture kit"],
+        "vec": ["how do I fix a puncture on my bike"],
+        "hyde": ["Remove the wheel, find the puncture and glue a patch over it."],
     }
 
 
-def test_expansion_keeps_the_query_first(cache: LlmCache) -> None:
-    fixed = CountingGenerator(reply="lex: tyre patch\nvec: fixing a flat bike tyre\nhyde: Glue the patch.\n")
+def test_parse_keeps_the_query_language() -> None:
+    chinese = "如何 修改 文件 权限"
+    text = "\n".join(
+        [
+            "lex: 文件 权限 命令",
+            "lex: change file permissions",
+            "vec: 怎样修改文件的权限",
+            "hyde: chmod 修改文件权限。",
+        ]
+    )
+    assert parse_expansion(text, chinese) == {
+        "lex": ["文件 权限 命令"],  # the English line is another language: dropped
+        "vec": ["怎样修改文件的权限"],
+        "hyde": ["chmod 修改文件权限。"],
+    }
+    # An English query keeps its English lines and drops the Chinese ones.
+    assert parse_expansion("lex: 修改 文件\nlex: file permission bits\n", "file permissions")["lex"] == [
+        "file permission bits"
+    ]
+
+
+def test_expansion_is_constrained_by_the_grammar_and_keeps_the_query_first(cache: LlmCache) -> None:
+    fixed = CountingGenerator(
+        reply="lex: puncture patch\nvec: fixing a bicycle puncture quickly\n"
+        "hyde: Glue the patch over the puncture.\n"
+    )
     result = expand_query(QUERY, fixed, cache)
+    assert fixed.grammar == gen_mod.EXPANSION_GRAMMAR
     assert result == Expansion(
         query=QUERY,
-        lex=[QUERY, "tyre patch"],
-        vec=[QUERY, "fixing a flat bike tyre"],
-        hyde=["Glue the patch."],
+        lex=[QUERY, "puncture patch"],
+        vec=[QUERY, "fixing a bicycle puncture quickly"],
+        hyde=["Glue the patch over the puncture."],
     )
+
+
+def test_intent_is_in_the_prompt_and_the_cache_key(cache: LlmCache) -> None:
+    assert "Intent: road bikes" in gen_mod.build_prompt(QUERY, "road bikes")
+    assert "Intent" not in gen_mod.build_prompt(QUERY).split("Query: " + QUERY)[1]
+    fixed = CountingGenerator(reply="lex: puncture patch\n")
+    expand_query(QUERY, fixed, cache)
+    expand_query(QUERY, fixed, cache, intent="road bikes")
+    expand_query(QUERY, fixed, cache, intent="road bikes")
+    assert fixed.calls == 2  # one per intent; the repeat came from the cache
 
 
 def test_no_generator_falls_back_with_unavailable(cache: LlmCache) -> None:
     result = expand_query(QUERY, None, cache)
     assert result.fallback
     assert (result.lex, result.vec, result.hyde) == ([QUERY], [QUERY], [])
-    assert [w.code for w in result.warnings] == [gen_mod.EXPANSION_UNAVAILABLE]
+    assert [w.code for w in result.warnings] == ["MODEL_MISSING"]
 
 
 def test_junk_output_falls_back_with_empty_and_is_cached(cache: LlmCache) -> None:
@@ -212,7 +259,7 @@ def test_junk_output_falls_back_with_empty_and_is_cached(cache: LlmCache) -> Non
         result = expand_query(QUERY, junk, cache)
         assert result.fallback
         assert (result.lex, result.vec, result.hyde) == ([QUERY], [QUERY], [])
-        assert [w.code for w in result.warnings] == [gen_mod.EXPANSION_EMPTY]
+        assert [w.code for w in result.warnings] == ["EXPANSION_FAILED"]
     assert junk.calls == 1
 
 
@@ -227,8 +274,8 @@ def test_generation_error_falls_back_and_is_not_cached(cache: LlmCache) -> None:
 
 
 def test_expansion_works_without_a_cache() -> None:
-    fixed = CountingGenerator(reply="vec: flat tyre fix\n")
-    assert expand_query(QUERY, fixed, None).vec == [QUERY, "flat tyre fix"]
+    fixed = CountingGenerator(reply="vec: bicycle puncture fix\n")
+    assert expand_query(QUERY, fixed, None).vec == [QUERY, "bicycle puncture fix"]
 
 
 @requires_gemma
@@ -240,7 +287,7 @@ def test_real_expansion_has_the_typed_shape_and_is_cached(generator: Any, cache:
     assert len(first.lex) <= 4 and len(first.vec) <= 4 and len(first.hyde) <= 3
     assert all(isinstance(s, str) and s.strip() == s and s for s in first.lex + first.vec + first.hyde)
     if first.fallback:  # a base model may produce nothing usable; that must be the clean fallback
-        assert [w.code for w in first.warnings] == [gen_mod.EXPANSION_EMPTY]
+        assert [w.code for w in first.warnings] == ["EXPANSION_FAILED"]
     else:
         assert first.warnings == [] and not first.cached
 
@@ -352,3 +399,16 @@ def test_cache_round_trips_json_and_survives_reopening(tmp_path: Path) -> None:
     cache.put("expand", "k2", 1)
     assert cache.write_failures == 1 and cache.get("expand", "k2") is None
     reader.close()
+
+
+@requires_gemma
+def test_real_expansion_is_grammar_shaped_and_stops_at_its_timeout(generator: Any) -> None:
+    output = generator.generate(
+        gen_mod.build_prompt(QUERY), max_tokens=48, grammar=gen_mod.EXPANSION_GRAMMAR, stop=("\n\n",)
+    )
+    assert output and not generator.timed_out
+    lines = output.split("\n")
+    # Every finished line is typed; only the last may be cut by max_tokens.
+    assert all(line.split(": ", 1)[0] in ("lex", "vec", "hyde") for line in lines[:-1] if line)
+    result = expand_query(QUERY, CountingGenerator(generator), None, timeout=0.0)
+    assert result.warnings and result.warnings[0].code == "TIMEOUT"

@@ -18,12 +18,7 @@ from .errors import (
     CollectionExists,
     CollectionNotFound,
     ContextNotFound,
-    IndexCorrupt,
-    IndexError_,
-    IndexSchemaMismatch,
-    ModelMissing,
     PathNotFound,
-    TansakuError,
     UsageError,
 )
 from .paths import Locations, locations, virtual_path
@@ -96,15 +91,8 @@ class Tansaku:
                 hint="see `tansaku collection list`",
             ) from None
 
-    @contextlib.contextmanager
-    def _reader(self) -> Iterator[db.Connection]:
-        conn = db.open_read(self.index_path)
-        try:
-            yield conn
-        except db.DatabaseError as exc:
-            raise db.translate(exc, self.index_path) from exc
-        finally:
-            conn.close()
+    def _reader(self) -> contextlib.AbstractContextManager[db.Connection]:
+        return db.reading(self.index_path)
 
     @contextlib.contextmanager
     def _writer(self, command: str) -> Iterator[db.Connection]:
@@ -146,113 +134,31 @@ class Tansaku:
             ignore=expand_masks(ignore) if ignore else (),
             chunk_strategy=chunk_strategy,
         )
+        return self._register(collection, dry_run=dry_run, progress=progress)
+
+    def _register(
+        self, collection: Collection, *, dry_run: bool, progress: ProgressFactory | None
+    ) -> UpdateReport:
+        """Index a new collection, then save it in the config (a dry run saves nothing)."""
         config = self.config()
+        name = collection.name
         if name in config.collections:
             raise CollectionExists(
                 f"a collection named {name!r} already exists ({config.collections[name].path})",
                 hint="choose another --name, or `tansaku collection remove` the old one",
             )
         new_config = config.with_collection(collection)
-        if dry_run:
-            return self._update(new_config, [name], dry_run=True, run_hooks=False, progress=progress)
         # Index first, register after: if indexing raises (a locked or damaged index), the config
         # is untouched and simply retrying the add works instead of failing with COLLECTION_EXISTS.
-        report = self._update(new_config, [name], dry_run=False, run_hooks=False, progress=progress)
-        settings.save(self.config_path, new_config)
+        report = self._update(new_config, [name], dry_run=dry_run, run_hooks=False, progress=progress)
+        if not dry_run:
+            settings.save(self.config_path, new_config)
         return report
 
     def collections(self) -> list[CollectionInfo]:
-        from .types import CollectionInfo
+        from .inspect.status import collection_list
 
-        config = self.config()
-        if not self.index_path.exists():
-            return [CollectionInfo(c, 0, None) for c in config.collection_list()]
-        try:
-            with self._reader() as conn:
-                return self._infos(conn, config)
-        except IndexSchemaMismatch:
-            # The list comes from the config; counts wait for `update` to upgrade the index.
-            return [CollectionInfo(c, 0, None) for c in config.collection_list()]
-
-    def _infos(self, conn: db.Connection, config: settings.Config) -> list[CollectionInfo]:
-        from .index.chunks import params_for
-        from .store.chunks import collection_chunk_counts
-        from .types import CollectionInfo
-
-        counts, states = store.collection_counts(conn), store.collection_states(conn)
-        fingerprint = self._current_fingerprint(conn)
-        infos = []
-        for c in config.collection_list():
-            documents, size = counts.get(c.name, (0, 0))
-            params = params_for(c).fingerprint()
-            chunked, chunks, fallbacks = collection_chunk_counts(conn, c.name, params)
-            vectors = stale = unembedded = 0
-            if _has_table(conn, "chunk_vectors"):
-                from .store.vectors import collection_vector_counts
-
-                vectors, distinct_chunks, stale = collection_vector_counts(conn, c.name, params, fingerprint)
-                if fingerprint is not None or stale:
-                    unembedded = distinct_chunks - vectors
-            infos.append(
-                CollectionInfo(
-                    c,
-                    documents,
-                    states.get(c.name),
-                    size,
-                    chunked,
-                    chunks,
-                    fallbacks,
-                    vectors,
-                    stale,
-                    unembedded,
-                )
-            )
-        return infos
-
-    def _embed_status(self) -> tuple[str | None, int | None]:
-        """The configured embed model file if present, and the window the index last used with it."""
-        from .models.registry import resolve
-
-        ref = resolve("embed", self.config_path)
-        if not ref.present:
-            return None, None
-        window = None
-        if self.index_path.exists():
-            try:
-                with self._reader() as conn:
-                    if _has_table(conn, "embed_models"):
-                        row = conn.execute(
-                            "SELECT window_tokens FROM embed_models WHERE model_path = ?"
-                            " ORDER BY created_at DESC",
-                            (str(ref.local_path),),
-                        ).fetchone()
-                        window = row[0] if row else None
-            except TansakuError:
-                window = None
-        return str(ref.local_path), window
-
-    def _current_fingerprint(self, conn: db.Connection) -> str | None:
-        """The fingerprint the configured embed model has in this index (no hashing, no loading)."""
-        from .models.registry import resolve
-
-        ref = resolve("embed", self.config_path)
-        if not ref.present or not _has_table(conn, "embed_models"):
-            return None
-        from .models.llama import file_sha256
-
-        st = ref.local_path.stat()
-        row = conn.execute(
-            "SELECT fingerprint FROM embed_models WHERE model_path = ? AND model_size = ?"
-            " AND model_mtime_ns = ? ORDER BY created_at DESC LIMIT 1",
-            (str(ref.local_path), st.st_size, st.st_mtime_ns),
-        ).fetchone()
-        if row is None:  # the same file may have been embedded under another name
-            row = conn.execute(
-                "SELECT fingerprint FROM embed_models WHERE model_sha256 = ?"
-                " ORDER BY created_at DESC LIMIT 1",
-                (file_sha256(str(ref.local_path)),),
-            ).fetchone()
-        return row[0] if row else None
+        return collection_list(self.config(), self.config_path, self.index_path)
 
     def collection(self, name: str) -> CollectionInfo:
         self._collection(self.config(), name)
@@ -470,81 +376,42 @@ class Tansaku:
         snippets: bool = True,
     ) -> tuple[SearchResult, float]:
         """The vector results, and the share of the query's tokens the embedder does not know."""
-        import time as _time
-
-        from .index.chunks import params_for
-        from .index.embed import model_identity, pack
-        from .models.embedding import embed_model, load_embedder, prompt_format
-        from .search.vector import VectorQuery, vsearch
-        from .store import vectors as vec
-
-        started = _time.perf_counter()
         if not query.strip():
             from .errors import EmptyQuery
 
             raise EmptyQuery("the query is empty")
+        found = self.vector_search_texts([query], collections, limit, min_score, full, snippets, verbose)
+        return found.results[0], found.unknown_shares[0]
+
+    def vector_search_texts(
+        self,
+        texts: Sequence[str],
+        collections: Sequence[str],
+        limit: int | None,
+        min_score: float,
+        full: bool,
+        snippets: bool,
+        verbose: bool = False,
+    ) -> Any:
+        from .search.vector_texts import VectorRequest, search_texts
+
+        started = time.perf_counter()
         config = self.config()
         chosen, warnings = self._chosen(config, collections)
-        ref = embed_model(self.config_path)
-        prompt = prompt_format(ref.local_path, self.config_path)
         cache = self._vector_cache()
         cache.sync()
         with self._reader() as conn:
-            vec.load_extension(conn)
-            # One snapshot for every read below: vectors, their chunks and the counts agree even
-            # while an `embed` commits batches (a server keeps searching during one).
-            conn.execute("BEGIN")
-            identity = model_identity(conn, str(ref.local_path), prompt)
-            pairs = [(c, params_for(c).fingerprint()) for c in chosen]
-            counts = [
-                cache.memo(
-                    ("counts", c.name, p, identity.fingerprint),
-                    lambda c=c, p=p: vec.collection_vector_counts(conn, c.name, p, identity.fingerprint),
-                )
-                for c, p in pairs
-            ]
-            warnings += _vector_warnings(chosen, counts)
-            if not any(embedded for embedded, _, _ in counts):
-                other = sum(stale for _, _, stale in counts)
-                why = f" ({other} chunks have vectors from another model)" if other else ""
-                names = ", ".join(c.name for c in chosen) or "any collection"
-                raise NoVectors(
-                    f"no vectors for the embedding model {ref.reference} in {names}{why}",
-                    hint="run `tansaku embed`"
-                    + (" (add -c NAME for one collection)" if len(chosen) > 1 else ""),
-                )
-            from .models.threads import resolve_threads
-
-            threads = resolve_threads(self.config_path).query
-            embedder = load_embedder(ref.local_path, threads=threads, verbose=verbose)
-            vector = pack(embedder.embed([prompt.query(query)])[0])
-            request = VectorQuery(
-                query, vector, identity.fingerprint, embedder.dims, limit, min_score, full, snippets
+            return search_texts(
+                conn,
+                texts,
+                VectorRequest(limit, min_score, full, snippets, verbose),
+                config_path=self.config_path,
+                config=config,
+                chosen=chosen,
+                warnings=warnings,
+                cache=cache,
+                started=started,
             )
-            result = vsearch(conn, request, pairs, config.contexts, warnings, started, cache)
-            return result, embedder.unknown_share(query)
-
-    def _query_vectors(
-        self, query: str, collections: Sequence[str], pool: int | None, full: bool
-    ) -> tuple[SearchResult | None, float]:
-        """The vector side of `query`: the text without its exclusions is embedded, and the
-        documents the exclusions rule out are dropped from its results."""
-        from dataclasses import replace
-
-        from .search.keyword import excluded
-        from .search.query import without_exclusions
-
-        with self._reader() as conn:
-            text = without_exclusions(query, lambda name: store.option_defined(conn, name))
-        if not text.strip():
-            return None, 0.0
-        result, unknown = self._vsearch(text, collections, pool, 0.0, full, False, snippets=False)
-        with self._reader() as conn:
-            ruled_out = excluded(conn, query, [(h.collection, h.path) for h in result.hits])
-        if ruled_out:
-            kept = tuple(h for h in result.hits if (h.collection, h.path) not in ruled_out)
-            result = replace(result, hits=kept, total=max(result.total - len(ruled_out), len(kept)))
-        return result, unknown
 
     def query(
         self,
@@ -556,39 +423,29 @@ class Tansaku:
         full: bool = False,
         candidate_limit: int = 40,
         explain: bool = False,
+        intent: str | None = None,
+        expand: bool = True,
+        rerank: bool = True,
+        rerank_budget: float | None = None,
     ) -> SearchResult:
-        """Keyword and vector results fused by weighted Reciprocal Rank Fusion (hybrid/).
+        """Hybrid search (hybrid/run.py): probe, expansion, keyword and vector lists fused by
+        weighted RRF, reranking within ``rerank_budget`` seconds.
 
         ``query`` may be a query document (typed ``lex:``/``vec:``/``hyde:``/``intent:`` lines,
-        hybrid/document.py): each line is its own list. Without vectors or an embedding model
-        the keyword results come back alone, with the warning that says why
-        (``VECTORS_UNAVAILABLE``, ``MODEL_MISSING``), never an error.
+        hybrid/document.py): each line is its own list, and it is not expanded. A missing model,
+        vectors or index step costs that step only, with the warning that says why
+        (``VECTORS_UNAVAILABLE``, ``MODEL_MISSING``, ``EXPANSION_FAILED``, ``RERANK_PARTIAL``...).
         """
-        from .hybrid.run import QuerySteps, run_query
-        from .search.keyword import add_snippets, is_name_lookup
+        from .hybrid.run import run_query
+        from .hybrid.steps import query_steps
 
         pool = max(candidate_limit, limit or 0) if limit is not None else None
-
-        def keyword(text: str) -> SearchResult:
-            return self.search(text, collections=collections, limit=pool, full=full, snippets=False)
-
-        def vector(text: str) -> tuple[SearchResult | None, float, Notice | None]:
-            try:
-                return (*self._query_vectors(text, collections, pool, full), None)
-            except NoVectors as exc:
-                why = f"{exc.message}; keyword results only ({exc.hint})"
-                return None, 0.0, Notice("VECTORS_UNAVAILABLE", why)
-            except ModelMissing as exc:
-                hint = f" ({exc.hint})" if exc.hint else ""
-                return None, 0.0, Notice("MODEL_MISSING", f"{exc.message}; keyword results only{hint}")
-
-        with self._reader() as conn:
-            steps = QuerySteps(
-                keyword,
-                vector,
-                lambda text: is_name_lookup(conn, text),
-                lambda text, hits: add_snippets(conn, text, hits),
-            )
+        with (
+            self._reader() as conn,
+            query_steps(
+                self, conn, collections, pool, full, expand=expand, rerank=rerank, budget=rerank_budget
+            ) as steps,
+        ):
             return run_query(
                 query,
                 steps,
@@ -596,6 +453,7 @@ class Tansaku:
                 min_score=min_score,
                 candidate_limit=candidate_limit,
                 explain=explain,
+                intent=intent,
             )
 
     def pack(
@@ -607,9 +465,11 @@ class Tansaku:
         max_bytes: int = 10 * 1024,
         min_score: float = 0.0,
         candidate_limit: int = 40,
+        **query_options: Any,
     ) -> ContextPack:
         """The best passages of ``query`` (hybrid/pack.py), whole, greedily by score into
-        ``max_items`` and ``max_bytes``; an item that does not fit is left out and counted."""
+        ``max_items`` and ``max_bytes``; an item that does not fit is left out and counted.
+        ``query_options`` are those of ``query`` (intent, expand, rerank, rerank_budget)."""
         from .hybrid.pack import build_pack, candidate_count, stored_passages
 
         result = self.query(
@@ -618,6 +478,7 @@ class Tansaku:
             limit=candidate_count(max_items),
             min_score=min_score,
             candidate_limit=candidate_limit,
+            **query_options,
         )
         config = self.config()
         with self._reader() as conn:
@@ -663,58 +524,9 @@ class Tansaku:
 
     def chunks(self, ref: str, *, chunk_strategy: str | None = None) -> DocumentChunks:
         """A document's chunks as stored; computed (not stored) when `update` has not made them yet."""
-        from .chunking import chunk_text
-        from .index.chunks import params_for
-        from .retrieve.get import resolve, split_range
-        from .store import chunks as chunk_store
-        from .types import ChunkView, DocumentChunks
+        from .inspect.chunks import document_chunks
 
-        config = self.config()
-        base, _, _ = split_range(ref)
-        with self._reader() as conn:
-            doc = resolve(conn, base, config.collections)
-            collection = config.collections[doc.collection]
-            params = params_for(collection, chunk_strategy)
-            text = store.body(conn, doc.hash)
-            stored = chunk_store.chunks_of(conn, doc.hash, params.fingerprint())
-        warnings: list[Notice] = []
-        items: Sequence[Any]
-        if stored is not None:
-            run, items = stored
-            strategy_used, notes = run.strategy_used, run.warnings
-        else:
-            result = chunk_text(text, doc.path, params)
-            strategy_used, notes, items = result.strategy_used, result.warnings, result.chunks
-            warnings.append(
-                Notice(
-                    "CHUNKS_NOT_STORED", f"computed now, not stored: run `tansaku update -c {doc.collection}`"
-                )
-            )
-        warnings += [Notice("CHUNKER_FALLBACK", note) for note in notes]
-        return DocumentChunks(
-            docid=doc.hash[:6],
-            collection=doc.collection,
-            path=doc.path,
-            virtual_path=virtual_path(doc.collection, doc.path),
-            disk_path=os.path.join(collection.path, *doc.path.split("/")),
-            title=doc.title,
-            params=params.fingerprint(),
-            strategy_used=strategy_used,
-            stored=stored is not None,
-            chunks=tuple(
-                ChunkView(
-                    c.seq,
-                    c.start_line,
-                    c.end_line,
-                    c.tokens,
-                    tuple(c.heading_path),
-                    c.oversized,
-                    text[c.start_char : c.end_char],
-                )
-                for c in items
-            ),
-            warnings=tuple(warnings),
-        )
+        return document_chunks(self.index_path, self.config(), ref, chunk_strategy)
 
     def ls(self, target: str | None = None) -> list[CollectionInfo] | list[FileEntry]:
         from .types import FileEntry
@@ -792,107 +604,102 @@ class Tansaku:
     # --- health -------------------------------------------------------------------------------
 
     def status(self) -> StatusReport:
-        from .chunking import available_grammars
-        from .index.runner import pending_summary
-        from .store.migrations import SCHEMA_VERSION
-        from .types import CollectionInfo, StatusReport
+        from .inspect.status import status_report
+
+        return status_report(self.config(), self.config_path, self.index_path)
+
+    # --- agent transcripts (issue 13): thin wiring over config/, search/ and retrieve/ -----------
+
+    def add_transcript_collection(
+        self,
+        collection_type: str,
+        path: str | None = None,
+        *,
+        name: str | None = None,
+        masks: Sequence[str] = (),
+        ignore: Sequence[str] = (),
+        redact: bool = True,
+        dry_run: bool = False,
+        progress: ProgressFactory | None = None,
+    ) -> UpdateReport:
+        """`collection add --type claude|codex [PATH]`: indexed now, registered after (as files)."""
+        from .config.transcripts import transcript_collection
+
+        collection = transcript_collection(
+            collection_type,
+            path,
+            cwd=self.cwd or os.getcwd(),
+            name=name,
+            masks=masks,
+            ignore=ignore,
+            redact=redact,
+        )
+        return self._register(collection, dry_run=dry_run, progress=progress)
+
+    def search_levels(
+        self,
+        query: str,
+        *,
+        collections: Sequence[str] = (),
+        level: str | None = None,
+        roles: Sequence[str] = (),
+        since: str | None = None,
+        until: str | None = None,
+        project: str | None = None,
+        limit: int | None = 5,
+        min_score: float = 0.0,
+        full: bool = False,
+    ) -> SearchResult:
+        """`search` with transcript levels and filters: transcript collections are searched by turn
+        and aggregated to ``level`` (default turn), file collections as by :meth:`search`."""
+        from .search import transcripts as turns
 
         config = self.config()
-        exists = self.index_path.exists()
-        warnings: list[Notice] = []
-        schema: int | None = None
-        embed_path, embed_window = self._embed_status()
-        threads = self._thread_status(warnings)
-        infos: list[CollectionInfo] = [CollectionInfo(c, 0, None) for c in config.collection_list()]
-        states: dict[str, str | None] = {}
-        pending: list[str] = []
-        if not exists:
-            warnings.append(
-                Notice(
-                    "INDEX_MISSING",
-                    f"no index at {self.index_path}: `tansaku collection add PATH` creates it",
-                )
-            )
-        else:
-            try:
-                with self._reader() as conn:
-                    schema = SCHEMA_VERSION
-                    infos, states = self._infos(conn, config), store.collection_states(conn)
-                    pending = pending_summary(conn, config)
-            except (IndexSchemaMismatch, IndexCorrupt) as exc:
-                warnings.append(Notice(exc.code, exc.message))
-                schema = exc.details.get("version")
-        for c in config.collection_list():
-            if exists and c.name not in states:
-                pending.append(f"{c.name}: never indexed; run `tansaku update -c {c.name}`")
-        for info in infos:
-            if info.unembedded:
-                name = info.collection.name
-                pending.append(
-                    f"{name}: {info.unembedded} chunks have no vector yet; run `tansaku embed -c {name}`"
-                )
-            if info.chunked < info.documents:
-                missing = info.documents - info.chunked
-                name = info.collection.name
-                pending.append(f"{name}: {missing} documents not chunked yet; run `tansaku update -c {name}`")
-        return StatusReport(
-            index_path=str(self.index_path),
-            index_exists=exists,
-            index_bytes=self.index_path.stat().st_size if exists else 0,
-            schema_version=schema,
-            code_schema_version=SCHEMA_VERSION,
-            config_path=str(self.config_path),
-            collections=tuple(infos),
-            contexts=tuple(config.context_list()),
-            pending=tuple(pending),
-            warnings=tuple(warnings),
-            grammars=tuple(sorted(available_grammars().items())),
-            embed_model=embed_path,
-            embed_window=embed_window,
-            model_threads=threads,
+        if turns.files_only(config, collections):
+            return self.search(query, collections=collections, limit=limit, min_score=min_score, full=full)
+        chosen, warnings = self._chosen(config, collections)
+        return turns.search_levels(
+            self.index_path,
+            chosen,
+            warnings,
+            config.contexts,
+            lambda files: self.search(query, collections=files, limit=limit, min_score=min_score, full=full),
+            query=query,
+            level=level,
+            roles=roles,
+            since=since,
+            until=until,
+            project=project,
+            limit=limit,
+            min_score=min_score,
+            full=full,
         )
 
-    def _thread_status(self, warnings: list[Notice]) -> str | None:
-        from .models.threads import resolve_threads
+    def read_session(
+        self,
+        ref: str,
+        *,
+        from_line: int = 1,
+        limit: int | None = None,
+        run: int | None = None,
+        max_bytes: int | None = None,
+        raw: bool = False,
+    ) -> Any:
+        """`session read`: a session's messages in file order, bounded (retrieve/sessions.py)."""
+        from .retrieve.sessions import read_ref
 
-        try:
-            return resolve_threads(self.config_path).describe()
-        except TansakuError as exc:  # status reports a bad setting; the model commands refuse it
-            warnings.append(Notice(exc.code, exc.message))
-            return None
-
-
-class NoVectors(IndexError_):
-    code = "NO_VECTORS"
-
-
-def _has_table(conn: db.Connection, name: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
-
-
-def _vector_warnings(chosen: Sequence[Collection], counts: Sequence[tuple[int, int, int]]) -> list[Notice]:
-    notices: list[Notice] = []
-    stale = sum(s for _, _, s in counts)
-    if stale:
-        notices.append(
-            Notice(
-                "STALE_VECTORS",
-                f"{stale} chunks have vectors from another embedding model only; `tansaku embed` redoes them",
+        config = self.config()
+        with self._reader() as conn:
+            return read_ref(
+                conn,
+                ref,
+                config.collections,
+                from_line=from_line,
+                limit=limit,
+                run=run,
+                max_bytes=max_bytes,
+                raw=raw,
             )
-        )
-    pending = [
-        (c.name, total - embedded)
-        for c, (embedded, total, _) in zip(chosen, counts, strict=True)
-        if total > embedded
-    ]
-    if pending:
-        listed = ", ".join(f"{name} ({n})" for name, n in pending)
-        notices.append(
-            Notice(
-                "PENDING_VECTORS", f"chunks without vectors are not searched: {listed}; run `tansaku embed`"
-            )
-        )
-    return notices
 
 
 def _rename_context(key: str, old: str, new: str) -> str:

@@ -82,6 +82,12 @@ class IndexError_(TansakuError):
     exit_code = 3
 
 
+class NoVectors(IndexError_):
+    """No vectors of the configured embedding model in the searched collections."""
+
+    code = "NO_VECTORS"
+
+
 class IndexMissing(IndexError_):
     code = "INDEX_MISSING"
 

@@ -54,6 +54,8 @@ class Collection:
     update: str | None = None
     include: bool = True
     chunk_strategy: str = "regex"  # "regex" | "auto" (tree-sitter cut points for code files)
+    type: str = "files"  # "files" | "claude" | "codex" (agent session transcripts)
+    redact: bool = True  # transcripts: secrets are redacted before indexing
 
 
 @_deferred(frozen=True)
@@ -84,6 +86,28 @@ class Hit:
     total_terms: int = 0
     body: str | None = None  # only with --full
     chunk_lines: tuple[int, int] | None = None  # vector modes: the matching chunk's first and last line
+    transcript: TranscriptHit | None = None  # transcript collections searched by --level
+
+
+@_deferred(frozen=True)
+class TranscriptHit:
+    """Where a hit in an agent transcript is, at the level it was aggregated to."""
+
+    level: str  # turn | run | session | project
+    project: str | None
+    session_id: str | None  # None at project level
+    session_title: str | None
+    run_index: int | None  # turn and run levels
+    run_prompt: str | None
+    role: str | None  # turn level: user | assistant | tool
+    kind: str | None  # turn level: text | tool_call | tool_result | thinking
+    turn_id: str | None
+    timestamp: str | None  # the best hit's
+    line: int | None  # the best hit's 1-based line in the source file
+    matches: int  # matching turns aggregated into this result
+    first_timestamp: str | None  # time span of the matching turns
+    last_timestamp: str | None
+    sessions: int = 1  # project level: sessions with a match
 
 
 @dataclass(frozen=True)
@@ -126,6 +150,17 @@ class HitExplanation:
     ranks: tuple[ListRank, ...]
     bonus: float
     fused: float  # the RRF sum plus bonus, before scaling to 0..1
+    rrf_rank: int = 0  # 1-based place in the fused order, before reranking
+    rerank: float | None = None  # the rerank model's 0..1 score; None: not reranked
+    blended: float | None = None  # w / rrf_rank + (1 - w) * rerank, the final score when reranked
+
+
+@_deferred(frozen=True)
+class StageTime:
+    stage: str
+    seconds: float
+    tokens: int = 0  # rerank: the prompt tokens the model read (tokens / model_seconds = its speed)
+    model_seconds: float = 0.0  # rerank: the time inside the model
 
 
 @_deferred(frozen=True)
@@ -133,6 +168,8 @@ class QueryExplanation:
     lists: tuple[ListWeight, ...]
     hits: tuple[HitExplanation, ...]  # in result order
     notes: tuple[str, ...] = ()  # pipeline decisions: probe, skipped steps
+    # Seconds per step that ran, in order: probe, expansion, embedding, retrieval, fusion, rerank.
+    stages: tuple[StageTime, ...] = ()
 
 
 @_deferred(frozen=True)
@@ -152,6 +189,45 @@ class DocumentSlice:
     lines: tuple[str, ...]
     truncated: bool  # True when lines after the slice exist and were not returned
     stale: bool = False
+
+
+@_deferred(frozen=True)
+class SessionMessage:
+    """One turn of a transcript as `session read` returns it."""
+
+    turn_id: str
+    line: int  # 1-based line in the source file
+    role: str
+    kind: str
+    timestamp: str | None
+    run_index: int
+    tool_name: str | None
+    text: str
+
+
+@_deferred(frozen=True)
+class SessionRead:
+    """A bounded run of a session's turns, in file order."""
+
+    collection: str
+    session_id: str
+    path: str
+    virtual_path: str
+    disk_path: str
+    project: str | None
+    title: str | None
+    parent_session_id: str | None
+    source_format: str
+    first_timestamp: str | None
+    last_timestamp: str | None
+    total_turns: int
+    messages: tuple[SessionMessage, ...]
+    runs: tuple[tuple[int, str], ...]  # (index, prompt) of the runs the messages belong to
+    truncated: bool  # more turns after these were not returned (--limit or --max-bytes)
+    next_line: int | None  # --from-line for the next page
+    max_bytes: int
+    raw: bool  # text read from the source file, unredacted
+    warnings: tuple[Notice, ...] = ()
 
 
 @_deferred(frozen=True)
@@ -205,6 +281,11 @@ class CollectionUpdate:
     chunk_warnings: list[str] = field(default_factory=list)  # e.g. grammar missing, fell back to regex
     chunk_ms: float = 0.0  # time spent chunking and storing chunks
     failed: str | None = None  # why this collection was not updated
+    # transcript collections
+    appended: list[str] = field(default_factory=list)  # read from where the last update stopped
+    redactions: dict[str, int] = field(default_factory=dict)  # secrets redacted, by kind
+    turns: int = 0  # turns indexed in this run
+    warnings: list[Notice] = field(default_factory=list)  # PARTIAL_SOURCE, ...
 
 
 @_deferred()

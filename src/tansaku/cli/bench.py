@@ -20,9 +20,9 @@ def register(commands: Any) -> None:
     )
     bench.add_argument(
         "--mode",
-        choices=("search", "vsearch", "query", "all"),
+        choices=("search", "vsearch", "query-fused", "query", "all"),
         default="all",
-        help="ranking mode(s) to measure",
+        help="ranking mode(s) to measure (query-fused: query --no-expand --no-rerank)",
     )
     bench.add_argument(
         "--record", metavar="FILE", help="also write the full JSON report (with per-query ranks)"

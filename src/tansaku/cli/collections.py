@@ -18,14 +18,33 @@ def register(commands: Any) -> None:
     sub.required = True
 
     add = sub.add_parser("add", help="register a folder as a collection and index it now")
-    add.add_argument("path", help="the folder to index")
-    add.add_argument("--name", help="collection name (default: the folder's name); [A-Za-z0-9_-]")
+    add.add_argument(
+        "path",
+        nargs="?",
+        help="the folder to index (required for --type files; claude: ~/.claude/projects, codex: ~/.codex)",
+    )
+    add.add_argument(
+        "--type",
+        choices=("files", "claude", "codex"),
+        default="files",
+        help="files (the default), or agent session transcripts: claude (Claude Code) or codex (Codex CLI)",
+    )
+    add.add_argument(
+        "--no-redact",
+        dest="redact",
+        action="store_false",
+        help="transcripts: index secrets (API keys, tokens, passwords) as they are instead of redacting them",
+    )
+    add.add_argument(
+        "--name", help="collection name (default: the folder's name, or the transcript type); [A-Za-z0-9_-]"
+    )
     add.add_argument(
         "--mask",
         action="append",
         default=[],
         metavar="GLOB",
-        help="files to index (repeatable; comma lists and {a,b} groups; default **/*.md)",
+        help="files to index (repeatable; comma lists and {a,b} groups; default **/*.md;"
+        " transcripts: **/*.jsonl)",
     )
     add.add_argument("--ignore", action="append", default=[], metavar="GLOB", help="files or folders to skip")
     add.add_argument(
@@ -89,7 +108,29 @@ def _common(parser: argparse.ArgumentParser, handler: Any) -> None:
 
 
 def _add(args: argparse.Namespace, out: Output) -> int:
+    if args.type == "files" and args.path is None:
+        from ..errors import UsageError
+
+        raise UsageError(
+            "collection add needs a PATH", hint="give the folder to index, or --type claude|codex"
+        )
     progress = DelayedProgress(enabled=sys.stdout.isatty() and out.fmt == "cli")
+    if args.type != "files":
+        try:
+            report = api_for(args).add_transcript_collection(
+                args.type,
+                args.path,
+                name=args.name,
+                masks=args.mask,
+                ignore=args.ignore,
+                redact=args.redact,
+                dry_run=args.dry_run,
+                progress=progress,
+            )
+        finally:
+            progress.close()
+        out.render(report)
+        return 0 if report.ok else 4
     try:
         report = api_for(args).add_collection(
             args.path,

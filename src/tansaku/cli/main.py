@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from .. import __version__
-from . import admin, bench, collections, models, query, search, vectors
+from . import admin, bench, collections, models, query, search, sessions, vectors
 from .common import CommandParser, Output, add_index_option
 
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
 # The registering modules, in the order their commands are listed by --help.
-_GROUPS: tuple[ModuleType, ...] = (collections, search, admin, vectors, query, models, bench)
+_GROUPS: tuple[ModuleType, ...] = (collections, search, sessions, admin, vectors, query, models, bench)
 # Which module registers each command. Building all ~40 parsers costs ~13 ms, most of a search's
 # start-up, so a run registers only its own command's group (test_startup_cost checks that this
 # map names every command).
@@ -32,6 +32,7 @@ _COMMAND_GROUPS: dict[str, ModuleType] = {
     "get": search,
     "multi-get": search,
     "chunks": search,
+    "session": sessions,
     "update": admin,
     "status": admin,
     "context": admin,

@@ -9,6 +9,10 @@ from ..errors import UsageError
 from .common import Output, add_format_options, add_index_option, add_query_argument, api_for
 from .search import add_result_options, positive_int, result_limit
 
+# Kept in step with hybrid/steps.py (a test checks), not imported: a plain `tansaku query` would
+# pay for importing it before parsing its arguments.
+DEFAULT_RERANK_BUDGET = 2.0
+
 # The defaults of `query --pack` (issue 10). Kept here rather than imported from hybrid/pack.py so
 # that a plain `tansaku query` does not pay for importing the pack logic.
 DEFAULT_MAX_ITEMS = 8
@@ -40,6 +44,29 @@ def register(commands: Any) -> None:
         help="documents each list contributes to the fusion (default 40)",
     )
     query.add_argument(
+        "--intent",
+        metavar="TEXT",
+        help="what the query is for (e.g. 'python 3.12 standard library'): steers expansion, the"
+        " passages reranked and the reranking; never searched itself",
+    )
+    query.add_argument(
+        "--no-expand",
+        action="store_true",
+        help="do not expand the query with the generate model (no model is loaded)",
+    )
+    query.add_argument(
+        "--no-rerank",
+        action="store_true",
+        help="do not rerank: results keep their fused order (no model is loaded)",
+    )
+    query.add_argument(
+        "--rerank-budget",
+        type=_seconds,
+        metavar="SECONDS",
+        help=f"time the reranker may take (default {DEFAULT_RERANK_BUDGET:g}); candidates it does not"
+        " reach keep their fused order, with RERANK_PARTIAL",
+    )
+    query.add_argument(
         "--explain",
         action="store_true",
         help="show, per result, each list's rank and score, the list weights and why, RRF parts",
@@ -68,6 +95,25 @@ def register(commands: Any) -> None:
     query.set_defaults(handler=_query)
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds: {text!r}")
+    return value
+
+
+def _model_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "intent": args.intent,
+        "expand": not args.no_expand,
+        "rerank": not args.no_rerank,
+        "rerank_budget": args.rerank_budget,
+    }
+
+
 def _query(args: argparse.Namespace, out: Output) -> int:
     if args.pack:
         return _pack(args, out)
@@ -81,6 +127,7 @@ def _query(args: argparse.Namespace, out: Output) -> int:
         full=args.full,
         candidate_limit=args.candidate_limit,
         explain=args.explain,
+        **_model_options(args),
     )
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
     return 0
@@ -111,6 +158,7 @@ def _pack(args: argparse.Namespace, out: Output) -> int:
         max_bytes=args.max_bytes or DEFAULT_MAX_BYTES,
         min_score=args.min_score,
         candidate_limit=args.candidate_limit,
+        **_model_options(args),
     )
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
     return 0

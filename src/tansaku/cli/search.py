@@ -50,6 +50,36 @@ def add_result_options(
     )
 
 
+def add_transcript_options(parser: argparse.ArgumentParser) -> None:
+    """Levels and filters for transcript collections (claude, codex); file collections ignore them."""
+    group = parser.add_argument_group("transcripts (collections of --type claude or codex)")
+    group.add_argument(
+        "--level",
+        choices=("turn", "run", "session", "project"),
+        help="one result per turn (the default), run (a prompt and its answer), session or project,"
+        " with the best hit, the number of matching turns and their time span",
+    )
+    group.add_argument(
+        "--role",
+        action="append",
+        default=[],
+        choices=("user", "assistant", "tool"),
+        dest="roles",
+        help="only turns by this role (repeatable)",
+    )
+    group.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="only turns at or after WHEN: a date (2025-11-30), an ISO time, or 7d, 12h",
+    )
+    group.add_argument(
+        "--until", metavar="WHEN", help="only turns before WHEN (a date includes that day), or 7d, 12h ago"
+    )
+    group.add_argument(
+        "--project", metavar="TEXT", help="only sessions whose working directory contains TEXT"
+    )
+
+
 def result_limit(args: argparse.Namespace, out: Output) -> int | None:
     """-n, else 5 in the terminal and 20 for scripts; None (no limit) with --all."""
     if args.all:
@@ -74,6 +104,7 @@ def register(commands: Any) -> None:
         min_score_help="drop results scoring below this (0..1)",
         all_help="show every match",
     )
+    add_transcript_options(search)
     add_index_option(search)
     add_format_options(search)
     search.set_defaults(handler=_search)
@@ -145,9 +176,14 @@ def _chunks(args: argparse.Namespace, out: Output) -> int:
 
 def _search(args: argparse.Namespace, out: Output) -> int:
     limit = result_limit(args, out)
-    result = api_for(args).search(
+    result = api_for(args).search_levels(
         " ".join(args.query),
         collections=args.collections,
+        level=args.level,
+        roles=args.roles,
+        since=args.since,
+        until=args.until,
+        project=args.project,
         limit=limit,
         min_score=args.min_score,
         full=args.full,

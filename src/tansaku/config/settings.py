@@ -83,6 +83,8 @@ def _from_dict(data: dict[str, Any], path: Path) -> Config:
             update=entry.get("update") or None,
             include=bool(entry.get("include", True)),
             chunk_strategy=_strategy(entry.get("chunk_strategy", "regex"), path, name),
+            type=_type(entry.get("type", "files"), path, name),
+            redact=bool(entry.get("redact", True)),
         )
     contexts = data.get("contexts", {})
     if not isinstance(contexts, dict) or not all(isinstance(v, str) for v in contexts.values()):
@@ -92,6 +94,15 @@ def _from_dict(data: dict[str, Any], path: Path) -> Config:
 
 
 CHUNK_STRATEGIES = ("regex", "auto")
+COLLECTION_TYPES = ("files", "claude", "codex")
+
+
+def _type(value: Any, path: Path, name: str) -> str:
+    if value not in COLLECTION_TYPES:
+        raise ConfigInvalid(
+            f"config {path}: collection {name!r}: type must be one of {', '.join(COLLECTION_TYPES)}"
+        )
+    return str(value)
 
 
 def _strategy(value: Any, path: Path, name: str) -> str:
@@ -121,6 +132,10 @@ def save(path: Path, config: Config) -> None:
             entry["update"] = c.update
         if c.chunk_strategy != "regex":
             entry["chunk_strategy"] = c.chunk_strategy
+        if c.type != "files":
+            entry["type"] = c.type
+        if not c.redact:
+            entry["redact"] = False
         data["collections"][c.name] = entry
     data["contexts"] = dict(sorted(config.contexts.items(), key=_context_order))
     write_toml(path, data)

@@ -24,7 +24,9 @@ from ..types import BenchReport, MetricSummary, Notice, QueryOutcome
 from . import metrics
 
 K = 10
-MODES = ("search", "vsearch", "query")
+# "query-fused" is `query --no-expand --no-rerank`: fusion alone, without the generate and rerank
+# models, so their worth is the difference to "query".
+MODES = ("search", "vsearch", "query-fused", "query")
 KINDS = ("known-item", "identifier", "flag", "paraphrase", "howto", "hard", "error", "cjk")
 
 
@@ -89,7 +91,11 @@ def mode_runners(api: Any) -> dict[str, ModeRunner | None]:
         result = api.query(query, collections=[collection], limit=k)
         return [hit.path for hit in result.hits], [w.code for w in result.warnings]
 
-    return {"search": keyword, "vsearch": vector, "query": hybrid}
+    def fused(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
+        result = api.query(query, collections=[collection], limit=k, expand=False, rerank=False)
+        return [hit.path for hit in result.hits], [w.code for w in result.warnings]
+
+    return {"search": keyword, "vsearch": vector, "query-fused": fused, "query": hybrid}
 
 
 def run_bench(api: Any, set_path: Path, collection: str, modes: Sequence[str], k: int = K) -> BenchReport:

@@ -14,7 +14,14 @@ from typing import Any
 
 from ..types import Hit, HitExplanation, ListRank, ListWeight, Notice, QueryExplanation, SearchResult
 from .fusion import CANDIDATE_LIMIT, FULL_WEIGHT, TOP_BONUS, K, RankedList, fuse
-from .trust import ORIGINAL_WEIGHT, keyword_weight, vector_weight
+from .trust import (
+    ORIGINAL_WEIGHT,
+    SURE_KEYWORD_GAP,
+    keyword_confidence,
+    keyword_weight,
+    vector_peak,
+    vector_weight,
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,10 @@ def fuse_retrievals(
     started = time.perf_counter() if started is None else started
     by_list: dict[str, dict[str, Hit]] = {}
     lists = []
+    query_keyword = next((r for r in retrievals if r.kind == "keyword"), None)
+    keyword_sure = query_keyword is not None and (
+        keyword_confidence([hit.score for hit in query_keyword.result.hits]) >= SURE_KEYWORD_GAP
+    )
     for retrieval in retrievals:
         result = retrieval.result
         by_list[retrieval.name] = {hit.virtual_path: hit for hit in result.hits}
@@ -73,9 +84,15 @@ def fuse_retrievals(
             coverage = top.matched_terms / top.total_terms if top is not None and top.total_terms else 1.0
             weight, reason = keyword_weight(coverage)
         else:
-            weight, reason = vector_weight(retrieval.unknown_share, name_lookup=name_lookup)
+            weight, reason = vector_weight(
+                retrieval.unknown_share,
+                name_lookup=name_lookup,
+                keyword_sure=keyword_sure,
+                peak=vector_peak([hit.score for hit in result.hits]),
+            )
         if scale != 1.0:
-            reason = f"{reason}; a further line of the query document (x{scale:g})"
+            added = f"an added line (an expansion, or a further typed line: x{scale:g})"
+            reason = reason.replace("original query", added, 1)
         lists.append(_ranked(retrieval.name, result, weight * scale, reason))
     fused = fuse(lists, limit=None)
     counted = [ranked.name for ranked in lists if ranked.weight > 0 and ranked.keys]
@@ -102,7 +119,18 @@ def fuse_retrievals(
         if used_kinds == {"keyword", "vector"}
         else ("vector" if used_kinds == {"vector"} else "keyword")
     )
-    notices = _unique([*warnings, *(w for r in retrievals for w in r.result.warnings)])
+    # What the user typed may be partly absent; that an added line is too says nothing to them.
+    notices = _unique(
+        [
+            *warnings,
+            *(
+                w
+                for r in retrievals
+                for w in r.result.warnings
+                if r.base_weight == ORIGINAL_WEIGHT or w.code != "PARTIAL_MATCH"
+            ),
+        ]
+    )
     explanation = None
     if explain:
         explanation = QueryExplanation(
@@ -113,8 +141,9 @@ def fuse_retrievals(
                     tuple(ListRank(c.list_name, c.rank, c.score, c.rrf) for c in f.contributions),
                     f.bonus,
                     f.score,
+                    rrf_rank,
                 )
-                for f, _ in shown
+                for rrf_rank, (f, _) in enumerate(shown, start=1)
             ),
             notes=(
                 *notes,

@@ -1,32 +1,88 @@
-"""`query` step by step: which lists to retrieve for a query (or a query document), then fusion.
+"""`query` step by step: probe, expansion, retrieval, fusion, rerank.
 
-The retrievals themselves are the caller's (``api.Tansaku`` hands them in as ``QuerySteps``), so
-this package never imports the facade.
+1. **Probe.** The keyword search of the query runs first. A strong, clear winner (top score at
+   least ``PROBE_SCORE``, ``PROBE_GAP`` above the second) and no intent: expansion is skipped,
+   it would cost seconds and add nothing.
+2. **Expansion** (``QuerySteps.expand``) gives ``lex`` lines for keyword search and ``vec``/``hyde``
+   lines for vector search; a query document brings its own lines and is not expanded.
+3. **Retrieval.** The query and the lex lines go to keyword search, the query and the vec/hyde
+   lines to vector search, embedded in one batch.
+4. **Fusion** by weighted RRF (pipeline.py): the original query's lists weigh 2, the others 1.
+5. **Rerank** (``QuerySteps.rerank``) of the fused candidates' best passages within a budget,
+   blended with the fused rank (reorder.py); then the score floor and the limit.
+
+The retrievals and the models are the caller's (``api.Tansaku`` hands them in as ``QuerySteps``),
+so this package never imports the facade, and every step is testable with stand-ins.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ..types import Hit, Notice, SearchResult
 from .document import parse_query_document
 from .pipeline import Retrieval, fuse_retrievals
+from .reorder import reorder
 from .trust import ORIGINAL_WEIGHT
+
+if TYPE_CHECKING:
+    from ..models.generate import Expansion
+    from ..models.rerank import Reranked
 
 # `query --all`: every fused document.
 UNLIMITED = 1 << 30
+# A keyword result this strong and this clear of the next needs no expansion (reference tool's
+# constants, on tansaku's 0..1 keyword scores).
+PROBE_SCORE = 0.85
+PROBE_GAP = 0.15
+# A further line of a kind (an expansion, a query document's second vec: line) weighs this.
+EXPANSION_WEIGHT = ORIGINAL_WEIGHT / 2
+
+
+@dataclass(frozen=True)
+class VectorBatch:
+    """The vector searches of several texts, embedded together."""
+
+    results: list[tuple[SearchResult, float] | None]  # per text: results and unknown share; None: empty
+    unavailable: Notice | None = None  # vectors cannot be searched at all (then results are empty)
+    embed_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
 class QuerySteps:
     keyword: Callable[[str], SearchResult]  # keyword search of one text, with the candidate pool
-    # Vector search of one text: (results or None when there is nothing to embed, the share of it
-    # the embedder cannot read, a notice when vectors cannot be searched at all).
-    vector: Callable[[str], tuple[SearchResult | None, float, Notice | None]]
+    vectors: Callable[[Sequence[str]], VectorBatch]
     name_lookup: Callable[[str], bool]
     add_snippets: Callable[[str, Sequence[Hit]], list[Hit]]
+    # (query, intent) -> the expansion; None when expansion is off (--no-expand).
+    expand: Callable[[str, str | None], Expansion] | None = None
+    # (hits, keyword text, intent) -> one passage per hit, for the reranker.
+    passages: Callable[[Sequence[Hit], str, str | None], list[str]] | None = None
+    # (rerank query, [(key, passage)]) -> scores; None when reranking is off (--no-rerank).
+    rerank: Callable[[str, list[tuple[str, str]]], Reranked] | None = None
+
+
+@dataclass
+class _Stages:
+    times: list[tuple[str, float, int, float]] = field(default_factory=list)
+    mark: float = field(default_factory=time.perf_counter)
+
+    def done(
+        self, stage: str, seconds: float | None = None, *, tokens: int = 0, model_seconds: float = 0.0
+    ) -> None:
+        now = time.perf_counter()
+        self.times.append((stage, now - self.mark if seconds is None else seconds, tokens, model_seconds))
+        self.mark = now
+
+
+def strong_probe(result: SearchResult) -> bool:
+    hits = result.hits
+    if not hits or hits[0].score < PROBE_SCORE:
+        return False
+    return len(hits) == 1 or hits[0].score - hits[1].score >= PROBE_GAP
 
 
 def run_query(
@@ -37,45 +93,192 @@ def run_query(
     min_score: float,
     candidate_limit: int,
     explain: bool,
+    intent: str | None = None,
 ) -> SearchResult:
     started = time.perf_counter()
+    stages = _Stages(mark=started)
     document = parse_query_document(query)
-    lines = document.lines if document is not None else (("query", query),)
     warnings: list[Notice] = []
-    retrievals: list[Retrieval] = []
-    seen: dict[str, int] = {}
-    vectors_usable = True
-    for kind, text in lines:
-        seen[kind] = seen.get(kind, 0) + 1
-        # The first line of each kind stands for the query; further ones weigh half.
-        base = ORIGINAL_WEIGHT if seen[kind] == 1 else ORIGINAL_WEIGHT / 2
-        if kind in ("query", "lex"):
-            name = "keyword" if kind == "query" else f"lex {seen[kind]}"
-            retrievals.append(Retrieval(name, "keyword", steps.keyword(text), base))
-        if kind in ("query", "vec", "hyde") and vectors_usable:
-            vector, unknown, unavailable = steps.vector(text)
-            if unavailable is not None:
-                vectors_usable = False  # the same for every line: say it once
-                warnings.append(unavailable)
-            elif vector is not None:
-                name = "vector" if kind == "query" else f"{kind} {seen[kind]}"
-                retrievals.append(Retrieval(name, "vector", vector, base, unknown))
-    keyword_texts = [text for kind, text in lines if kind in ("query", "lex")]
-    notes: tuple[str, ...] = ()
+    notes: list[str] = []
+    expanded = False
     if document is not None:
-        notes = (f"query document: {len(lines)} typed lines, run as given",)
-        if document.intent:
-            notes += (f"intent (not searched): {document.intent}",)
+        lines = list(document.lines)
+        intent = intent or document.intent
+        notes.append(f"query document: {len(lines)} typed lines, run as given (not expanded)")
+        probe = None
+    else:
+        lines = [("query", query)]
+        probe = steps.keyword(query)
+        stages.done("probe")
+        if steps.expand is None:
+            notes.append("expansion off (--no-expand)")
+        elif strong_probe(probe) and not intent:
+            top = probe.hits[0].score
+            second = probe.hits[1].score if len(probe.hits) > 1 else 0.0
+            notes.append(
+                f"probe: keyword top score {top:.2f}, {top - second:.2f} above the next:"
+                " a clear answer, so the query was not expanded"
+            )
+        else:
+            expansion = steps.expand(query, intent)
+            stages.done("expansion")
+            warnings.extend(expansion.warnings)
+            added = [("lex", t) for t in expansion.lex[1:]] + [("vec", t) for t in expansion.vec[1:]]
+            added += [("hyde", t) for t in expansion.hyde]
+            lines += added
+            expanded = bool(added)
+            if expansion.fallback:
+                notes.append("expansion gave nothing usable: the query alone was searched")
+            else:
+                cached = " (cached)" if expansion.cached else ""
+                notes.append(f"expansion{cached}: " + "; ".join(f"{k}: {t}" for k, t in added))
+    if intent:
+        notes.append(f"intent (steers expansion, passages and reranking; not searched): {intent}")
+
+    retrievals, vector_warning, embed_seconds = _retrieve(lines, steps, probe)
+    if vector_warning is not None:
+        warnings.append(vector_warning)
+    stages.done("embedding", embed_seconds)
+    stages.done("retrieval", max(0.0, time.perf_counter() - stages.mark - embed_seconds))
+
+    keyword_texts = [text for kind, text in lines if kind in ("query", "lex")]
     fused = fuse_retrievals(
         query,
         retrievals,
         name_lookup=bool(keyword_texts) and steps.name_lookup(keyword_texts[0]),
-        limit=limit,
-        min_score=min_score,
+        limit=None,
+        min_score=0.0,
         candidate_limit=candidate_limit if limit is not None else UNLIMITED,
         explain=explain,
         warnings=warnings,
         notes=notes,
         started=started,
     )
-    return replace(fused, hits=tuple(steps.add_snippets(" ".join(keyword_texts), fused.hits)))
+    stages.done("fusion")
+    result, outcome = _rerank(fused, steps, query, keyword_texts, intent)
+    if outcome is not None:
+        stages.done("rerank", tokens=outcome.prompt_tokens, model_seconds=outcome.seconds)
+    if expanded and result.used != "keyword":
+        result = replace(result, used="hybrid")
+    return _finish(result, steps, keyword_texts, limit, min_score, stages, started)
+
+
+def _retrieve(
+    lines: Sequence[tuple[str, str]], steps: QuerySteps, probe: SearchResult | None
+) -> tuple[list[Retrieval], Notice | None, float]:
+    """The ranked lists of every line, keyword lists first, in the lines' order."""
+    seen: dict[str, int] = {}
+    keyword_lists: list[Retrieval] = []
+    vector_lines: list[tuple[str, float]] = []
+    vector_texts: list[str] = []
+    for kind, text in lines:
+        seen[kind] = seen.get(kind, 0) + 1
+        # The query stands for itself; every further line weighs half (an expansion, or the
+        # second and later line of a kind in a query document).
+        first = kind == "query" or (seen[kind] == 1 and "query" not in seen)
+        weight = ORIGINAL_WEIGHT if first else EXPANSION_WEIGHT
+        if kind in ("query", "lex"):
+            name = "keyword" if kind == "query" else f"lex {seen[kind]}"
+            result = probe if kind == "query" and probe is not None else steps.keyword(text)
+            keyword_lists.append(Retrieval(name, "keyword", result, weight))
+        if kind in ("query", "vec", "hyde"):
+            vector_lines.append((("vector" if kind == "query" else f"{kind} {seen[kind]}"), weight))
+            vector_texts.append(text)
+    if not vector_texts:
+        return keyword_lists, None, 0.0
+    batch = steps.vectors(vector_texts)
+    vector_lists = [
+        Retrieval(name, "vector", found[0], weight, found[1])
+        for (name, weight), found in zip(vector_lines, batch.results, strict=False)
+        if found is not None
+    ]
+    return keyword_lists + vector_lists, batch.unavailable, batch.embed_seconds
+
+
+def _rerank(
+    fused: SearchResult,
+    steps: QuerySteps,
+    query: str,
+    keyword_texts: Sequence[str],
+    intent: str | None,
+) -> tuple[SearchResult, Reranked | None]:
+    """The fused result reordered by the blend (its ``used`` becomes "hybrid" when the reranker
+    scored anything), and what the reranker did (None: it did not run)."""
+    if steps.rerank is None or steps.passages is None:
+        return _with_note(fused, "reranking off (--no-rerank)"), None
+    if not fused.hits:
+        return fused, None
+    passages = steps.passages(fused.hits, " ".join(keyword_texts), intent)
+    rerank_query = f"{query} ({intent})" if intent else query
+    keys = [hit.virtual_path for hit in fused.hits]
+    outcome = steps.rerank(rerank_query, list(zip(keys, passages, strict=True)))
+    if not any(score is not None for _, score in outcome.scores):
+        return replace(fused, warnings=(*fused.warnings, *outcome.warnings)), outcome
+    placed = reorder(keys, dict(outcome.scores))
+    by_key = {hit.virtual_path: hit for hit in fused.hits}
+    hits = tuple(replace(by_key[p.key], score=p.score) for p in placed)
+    explanation = fused.explain
+    if explanation is not None:
+        explained = {e.path: e for e in explanation.hits}
+        rate = outcome.prompt_tokens / outcome.seconds if outcome.seconds else 0.0
+        explanation = replace(
+            explanation,
+            hits=tuple(
+                replace(explained[p.key], rerank=p.rerank, blended=p.blended)
+                for p in placed
+                if p.key in explained
+            ),
+            notes=(
+                *explanation.notes,
+                f"rerank: {outcome.reached} of {len(keys)} candidates scored ({outcome.computed} by the"
+                f" model, {outcome.prompt_tokens} prompt tokens, {rate:.0f} tokens/s); blended"
+                " w / rrf_rank + (1 - w) * rerank, w 0.75 for ranks 1-3, 0.60 to 10, 0.40 after",
+            ),
+        )
+    return replace(
+        fused,
+        hits=hits,
+        warnings=(*fused.warnings, *outcome.warnings),
+        explain=explanation,
+        used="hybrid",
+    ), outcome
+
+
+def _with_note(result: SearchResult, note: str) -> SearchResult:
+    if result.explain is None:
+        return result
+    return replace(result, explain=replace(result.explain, notes=(*result.explain.notes, note)))
+
+
+def _finish(
+    result: SearchResult,
+    steps: QuerySteps,
+    keyword_texts: Sequence[str],
+    limit: int | None,
+    min_score: float,
+    stages: _Stages,
+    started: float,
+) -> SearchResult:
+    """The score floor and the limit, snippets for the hits shown, the stage times."""
+    kept = [hit for hit in result.hits if hit.score >= min_score]
+    shown = kept if limit is None else kept[:limit]
+    hits = tuple(steps.add_snippets(" ".join(keyword_texts), shown))
+    explanation = result.explain
+    if explanation is not None:
+        from ..types import StageTime
+
+        by_path = {e.path: e for e in explanation.hits}
+        ordered = tuple(by_path[hit.virtual_path] for hit in hits if hit.virtual_path in by_path)
+        explanation = replace(
+            explanation,
+            hits=ordered,
+            stages=tuple(StageTime(*times) for times in stages.times),
+        )
+    return replace(
+        result,
+        hits=hits,
+        total=len(kept),
+        limit=limit,
+        explain=explanation,
+        took_ms=(time.perf_counter() - started) * 1000,
+    )

@@ -46,6 +46,10 @@ class Embedder(Protocol):
 EMBEDDED_TEXT_VERSION = 2
 
 
+def fingerprint_of(model_sha256: str, prompt_format: str) -> str:
+    return f"{model_sha256[:16]}:{prompt_format}:c{EMBEDDED_TEXT_VERSION}"
+
+
 @dataclass(frozen=True)
 class ModelIdentity:
     """What a vector depends on besides its text: the file and the prompt format.
@@ -63,7 +67,7 @@ class ModelIdentity:
 
     @property
     def fingerprint(self) -> str:
-        return f"{self.sha256[:16]}:{self.prompt.name}:c{EMBEDDED_TEXT_VERSION}"
+        return fingerprint_of(self.sha256, self.prompt.name)
 
 
 def model_identity(conn: Any, path: str, prompt: PromptFormat) -> ModelIdentity:
@@ -77,6 +81,20 @@ def model_identity(conn: Any, path: str, prompt: PromptFormat) -> ModelIdentity:
         ):
             return ModelIdentity(path, known.model_sha256, st.st_size, st.st_mtime_ns, prompt)
     return ModelIdentity(path, file_sha256(path), st.st_size, st.st_mtime_ns, prompt)
+
+
+def current_fingerprint(known: Sequence[vec.EmbedModelRecord], path: str) -> str | None:
+    """The fingerprint ``path``'s vectors would have now, from what the index recorded about the
+    file (same size and mtime, else the same content); None when it was never embedded here."""
+    st = os.stat(path)
+    same_file = (path, st.st_size, st.st_mtime_ns)
+    match = next((k for k in known if (k.model_path, k.model_size, k.model_mtime_ns) == same_file), None)
+    if match is None:
+        sha = file_sha256(path)
+        match = next((k for k in known if k.model_sha256 == sha), None)
+    if match is None:
+        return None
+    return fingerprint_of(match.model_sha256, match.prompt_format)
 
 
 def pack(vector: Sequence[float]) -> bytes:

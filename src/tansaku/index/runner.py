@@ -71,6 +71,12 @@ def _one(
                 failed=f"pre-update hook exited with code {hook.exit_code}; collection not updated",
             )
     callback = progress(collection.name) if progress else None
+    if collection.type != "files":
+        result = _transcripts(conn, index_path, collection, dry_run, callback)
+        result.hook = hook
+        if dry_run and run_hooks and collection.update:
+            result.hook_pending = collection.update
+        return result
     if dry_run:
         work = indexing.plan(conn, collection, max_file_bytes, callback)
     else:
@@ -92,6 +98,24 @@ def _one(
         result.chunk_ms = chunking.seconds * 1000
     if dry_run and run_hooks and collection.update:
         result.hook_pending = collection.update
+    return result
+
+
+def _transcripts(
+    conn: Any, index_path: Path, collection: Collection, dry_run: bool, callback: Any
+) -> CollectionUpdate:
+    """A transcript collection (index/transcripts.py): sessions, runs and turns, append mode."""
+    from . import transcripts
+
+    if dry_run:
+        return transcripts.report(collection, transcripts.plan(conn, collection, callback))
+    try:
+        with db.write_lock(conn, index_path, f"update {collection.name}"):
+            work = transcripts.plan(conn, collection, callback)
+            result = transcripts.apply(conn, collection, work, callback)
+            prune_vectors(conn, keep_unlinked=True)
+    except db.DatabaseError as exc:
+        raise db.translate(exc, index_path) from exc
     return result
 
 
@@ -136,6 +160,8 @@ def pending_summary(conn: Any, config: Config) -> list[str]:
         for item in walk_collection(Path(collection.path), masks, ignore):
             if not isinstance(item, FoundFile):
                 continue
+            if collection.type != "files" and item.size == 0 and item.rel_path not in known:
+                continue  # an empty transcript is not a session yet
             seen.add(item.rel_path)
             old = known.get(item.rel_path)
             if old is None:

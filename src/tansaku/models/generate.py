@@ -16,10 +16,11 @@ from ..store.llm_cache import LlmCache, cache_key
 from ..types import Notice
 
 __all__ = [
-    "EXPANSION_EMPTY",
     "EXPANSION_FAILED",
+    "EXPANSION_GRAMMAR",
     "EXPANSION_UNAVAILABLE",
     "PROMPT_VERSION",
+    "TIMEOUT",
     "Expansion",
     "TextGenerator",
     "build_prompt",
@@ -27,15 +28,20 @@ __all__ = [
     "parse_expansion",
 ]
 
-EXPANSION_UNAVAILABLE = "EXPANSION_UNAVAILABLE"
+# The stable warning codes of issue 10: no model is MODEL_MISSING, a model that failed or gave
+# nothing usable EXPANSION_FAILED, one that ran out of time TIMEOUT.
+EXPANSION_UNAVAILABLE = "MODEL_MISSING"
 EXPANSION_FAILED = "EXPANSION_FAILED"
-EXPANSION_EMPTY = "EXPANSION_EMPTY"
+TIMEOUT = "TIMEOUT"
 
-# Bump when the prompt or the parsing changes: cached expansions of the old one then stop matching.
-PROMPT_VERSION = "1"
+# Bump when the prompt, the grammar or the parsing changes: cached expansions of the old one then
+# stop matching.
+PROMPT_VERSION = "2"
 CACHE_KIND = "expand"
 MAX_PER_KIND = 3
-MAX_TOKENS = 128
+# Expansion is the slowest step a query pays before its results (a 270M model decodes ~65
+# tokens/s on 2 cores): two lex, two vec and a hyde line of a dozen words fit in this.
+MAX_TOKENS = 96
 # A typed line longer than this is the model rambling, not a query.
 _MAX_LINE_CHARS = 300
 
@@ -52,12 +58,25 @@ lex: levain refresh flour water ratio
 vec: how often should I feed a sourdough starter
 hyde: Feed the starter equal weights of flour and water every 12 hours at room temperature.
 
-Query: 東京 ラーメン 有名店
-lex: 東京 ラーメン 人気店
-vec: 東京で有名なラーメン屋はどこですか
-hyde: 東京には行列のできるラーメンの名店が数多くあります。
+Query: 修改 文件 权限
+lex: 文件 权限 修改 命令
+vec: 怎样修改文件的读写权限
+hyde: 使用 chmod 命令可以修改文件的权限。
 
 Query: {query}
+"""
+
+# With an intent, the last block says what the query is for; the intent steers the lines but is
+# never itself searched.
+_INTENT_LINE = "Intent: {intent}\n"
+
+# llama.cpp grammar (GBNF) for the output: typed lines only, so whatever a model says, it parses.
+# At most seven lines (the caps below keep three per kind); text has no line breaks.
+EXPANSION_GRAMMAR = r"""
+root ::= line line? line? line? line? line? line?
+line ::= kind ": " text "\n"
+kind ::= "lex" | "vec" | "hyde"
+text ::= [^\n:] [^\n]{0,160}
 """
 
 # A base model goes on to invent the next example: stopping there saves most of the tokens.
@@ -90,6 +109,8 @@ class TextGenerator(Protocol):
         temperature: float = 0.0,
         seed: int = 0,
         stop: Sequence[str] = (),
+        grammar: str | None = None,
+        timeout: float | None = None,
     ) -> str: ...
 
 
@@ -106,23 +127,52 @@ class Expansion:
     warnings: list[Notice] = field(default_factory=list)
 
 
-def build_prompt(query: str) -> str:
-    return _PROMPT.format(query=" ".join(query.split()))
+def build_prompt(query: str, intent: str | None = None) -> str:
+    prompt = _PROMPT.format(query=" ".join(query.split()))
+    if intent and intent.strip():
+        prompt += _INTENT_LINE.format(intent=" ".join(intent.split()))
+    return prompt
 
 
 def _normal(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK = re.compile(f"[{_CJK_CLASS}]")
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _is_cjk(text: str) -> bool:
+    """Mostly Chinese, Japanese or Korean: at least as many CJK characters as other letters."""
+    cjk = len(_CJK.findall(text))
+    return cjk > 0 and cjk >= sum(ch.isalpha() for ch in text) - cjk
+
+
+def _terms(text: str) -> set[str]:
+    """Words, casefolded and cut to five letters so that forms of one word meet, and the
+    two-character words of CJK runs (as the keyword index reads them)."""
+    folded = text.casefold()
+    found: set[str] = set()
+    for run in _CJK_RUN.findall(folded):
+        found.update(run[i : i + 2] for i in range(max(len(run) - 1, 1)))
+    found.update(word[:5] for word in _WORD.findall(_CJK_RUN.sub(" ", folded)) if len(word) > 1)
+    return found
+
+
 def parse_expansion(text: str, query: str) -> dict[str, list[str]]:
     """The typed lines of a model's output: stripped, deduplicated, at most 3 per kind.
 
     Anything else is ignored, as is everything from a ``Query:`` line on (a base model goes on
-    to invent the next example). Lines equal to the query, or copied from the prompt's
-    examples, add nothing and are dropped.
+    to invent the next example). Dropped too, as adding nothing or leading away: lines equal to
+    the query or copied from the prompt's examples, lines that share no word with the query, and
+    lines in another script than the query's (a Chinese query gets Chinese lines; a model that
+    answers in English would send the search off in a language the documents may not use).
     """
     found: dict[str, list[str]] = {"lex": [], "vec": [], "hyde": []}
     seen = {_normal(query), *_PROMPT_LINES}
+    query_terms, query_cjk = _terms(query), _is_cjk(query)
     for line in text.splitlines():
         if _NEXT_EXAMPLE.match(line):
             break
@@ -132,6 +182,8 @@ def parse_expansion(text: str, query: str) -> dict[str, list[str]]:
         kind, value = match.group(1).lower(), " ".join(match.group(2).split())
         key = _normal(value)
         if not value or len(value) > _MAX_LINE_CHARS or key in seen or len(found[kind]) >= MAX_PER_KIND:
+            continue
+        if _is_cjk(value) != query_cjk or not (_terms(value) & query_terms):
             continue
         seen.add(key)
         found[kind].append(value)
@@ -145,7 +197,9 @@ def _fallback(query: str, code: str, message: str) -> Expansion:
 def _from_parsed(query: str, parsed: dict[str, list[str]], *, cached: bool) -> Expansion:
     if not any(parsed.get(kind) for kind in ("lex", "vec", "hyde")):
         return _fallback(
-            query, EXPANSION_EMPTY, "the expansion model gave no usable lines: searching the query as given"
+            query,
+            EXPANSION_FAILED,
+            "the expansion model gave no usable lines: searching the query as given",
         )
     return Expansion(
         query=query,
@@ -156,12 +210,21 @@ def _from_parsed(query: str, parsed: dict[str, list[str]], *, cached: bool) -> E
     )
 
 
-def expand_query(query: str, generator: TextGenerator | None, cache: LlmCache | None) -> Expansion:
+def expand_query(
+    query: str,
+    generator: TextGenerator | None,
+    cache: LlmCache | None,
+    *,
+    intent: str | None = None,
+    timeout: float | None = None,
+) -> Expansion:
     """Expand ``query`` with ``generator``, through ``cache``; never raises for a model problem.
 
-    No generator gives EXPANSION_UNAVAILABLE, a generation error EXPANSION_FAILED, output without
-    typed lines EXPANSION_EMPTY; each falls back to the query alone. Empty results are cached
-    too (generation is deterministic, so retrying would give the same), errors are not.
+    No generator gives MODEL_MISSING, a generation error or output without usable lines
+    EXPANSION_FAILED; each falls back to the query alone. Generation that runs past ``timeout``
+    seconds stops, keeps the lines it finished and warns TIMEOUT (not cached: a quieter machine
+    may finish). Empty results are cached (generation is deterministic, so retrying would give
+    the same), errors are not. ``intent`` steers the lines and is part of the cache key.
     """
     if generator is None:
         return _fallback(
@@ -169,14 +232,21 @@ def expand_query(query: str, generator: TextGenerator | None, cache: LlmCache | 
             EXPANSION_UNAVAILABLE,
             "no query expansion model is available: searching the query as given",
         )
+    steer = " ".join((intent or "").split())
     try:
-        key = cache_key(generator.model_sha256, PROMPT_VERSION, query)
+        key = cache_key(generator.model_sha256, PROMPT_VERSION, query, steer)
         if cache is not None:
             hit = cache.get(CACHE_KIND, key)
             if isinstance(hit, dict):
                 return _from_parsed(query, hit, cached=True)
         output = generator.generate(
-            build_prompt(query), max_tokens=MAX_TOKENS, temperature=0.0, seed=0, stop=_STOP
+            build_prompt(query, steer),
+            max_tokens=MAX_TOKENS,
+            temperature=0.0,
+            seed=0,
+            stop=_STOP,
+            grammar=EXPANSION_GRAMMAR,
+            timeout=timeout,
         )
     except Exception as exc:
         # Any model or file failure (a vanished file, a prompt over the window, a llama.cpp error)
@@ -184,7 +254,19 @@ def expand_query(query: str, generator: TextGenerator | None, cache: LlmCache | 
         return _fallback(
             query, EXPANSION_FAILED, f"query expansion failed ({exc}): searching the query as given"
         )
+    timed_out = bool(getattr(generator, "timed_out", False))
     parsed = parse_expansion(output, query)
-    if cache is not None:
+    if cache is not None and not timed_out:
         cache.put(CACHE_KIND, key, parsed)
-    return _from_parsed(query, parsed, cached=False)
+    expansion = _from_parsed(query, parsed, cached=False)
+    if timed_out:
+        notice = Notice(TIMEOUT, f"query expansion stopped after {timeout:g} s; using the lines it finished")
+        expansion = Expansion(
+            query=expansion.query,
+            lex=expansion.lex,
+            vec=expansion.vec,
+            hyde=expansion.hyde,
+            fallback=expansion.fallback,
+            warnings=[notice, *expansion.warnings],
+        )
+    return expansion

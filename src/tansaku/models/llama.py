@@ -581,14 +581,18 @@ class LlamaGenerator(_CausalModel):
     ) -> None:  # fmt: skip
         self._load(path, n_ctx, n_threads, verbose)
         self.last_tokens = 0  # tokens produced by the latest generate(), for throughput figures
+        self.timed_out = False  # whether the latest generate() stopped at its timeout
+        self._grammars: dict[str, Any] = {}
 
     def generate(
         self, prompt: str, *, max_tokens: int, temperature: float = 0.0, seed: int = 0,
-        stop: Sequence[str] = (),
+        stop: Sequence[str] = (), grammar: str | None = None, timeout: float | None = None,
     ) -> str:  # fmt: skip
         """The completion of ``prompt``: at most ``max_tokens`` tokens, cut before any ``stop`` string.
 
-        A prompt too long for the window raises ValueError.
+        ``grammar`` (GBNF) constrains every token, so the output always has its shape.
+        ``timeout`` (seconds) stops decoding early; ``timed_out`` then says so. A prompt too long
+        for the window raises ValueError.
         """
         self._check_open()
         if max_tokens < 1:
@@ -597,6 +601,18 @@ class LlamaGenerator(_CausalModel):
         # greedy choices, between a first and a repeated call.
         self._llm.reset()
         self._threads.apply(self._llm.ctx)
+        self.timed_out = False
+        deadline = None if timeout is None else time.perf_counter() + timeout
+        if grammar is not None:
+            return self._generate_constrained(prompt, max_tokens, stop, grammar, deadline)
+        options: dict[str, Any] = {}
+        if deadline is not None:
+
+            def past_deadline(tokens: Any, logits: Any) -> bool:
+                self.timed_out = time.perf_counter() >= deadline
+                return self.timed_out
+
+            options["stopping_criteria"] = self._llama_cpp.StoppingCriteriaList([past_deadline])
         result = self._llm.create_completion(
             prompt,
             max_tokens=max_tokens,
@@ -605,9 +621,83 @@ class LlamaGenerator(_CausalModel):
             repeat_penalty=1.0,
             stop=list(stop),
             stream=False,
+            **options,
         )
         self.last_tokens = int(result["usage"]["completion_tokens"])
         return str(result["choices"][0]["text"])
+
+    def _generate_constrained(
+        self, prompt: str, max_tokens: int, stop: Sequence[str], grammar: str, deadline: float | None
+    ) -> str:
+        """Greedy decoding under a GBNF grammar, checking the grammar on the best few tokens first.
+
+        llama-cpp-python's sampler chain applies the grammar to the whole vocabulary at every step
+        (262k tokens for Gemma: about 3x the cost of the step itself). The greedy choice is the
+        best token the grammar allows, so checking the 64 best first gives the same token, and
+        the whole vocabulary is only checked when none of them is allowed. A line repeated
+        word for word ends the output: greedy decoding that repeats itself never stops otherwise.
+        """
+        import numpy as np
+
+        lc, llm = self._llama_cpp, self._llm
+        prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
+        if len(prompt_tokens) + max_tokens > self.context_tokens:
+            raise ValueError(f"the prompt ({len(prompt_tokens)} tokens) is too long for the window")
+        vocab = lc.llama_model_get_vocab(llm.model)
+        sampler = lc.llama_sampler_init_grammar(vocab, grammar.encode("utf-8"), b"root")
+        if not sampler:
+            raise ValueError("the grammar does not parse")
+        produced: list[int] = []
+        text = ""
+        try:
+            llm.eval(prompt_tokens)
+            n_vocab = llm.n_vocab()
+            for _ in range(max_tokens):
+                pointer = lc.llama_get_logits_ith(llm.ctx, -1)
+                logits = np.ctypeslib.as_array(pointer, shape=(n_vocab,))
+                token = self._allowed_best(sampler, logits, 64)
+                if token is None:
+                    token = self._allowed_best(sampler, logits, n_vocab)
+                if token is None or lc.llama_vocab_is_eog(vocab, token):
+                    break
+                lc.llama_sampler_accept(sampler, token)
+                produced.append(token)
+                text = llm.detokenize(produced).decode("utf-8", errors="ignore")
+                if any(marker in text for marker in stop) or _repeats_a_line(text):
+                    break
+                if deadline is not None and time.perf_counter() >= deadline:
+                    self.timed_out = True
+                    break
+                llm.eval([token])
+        finally:
+            lc.llama_sampler_free(sampler)
+        self.last_tokens = len(produced)
+        for marker in stop:
+            text = text.split(marker, 1)[0]
+        return text
+
+    def _allowed_best(self, sampler: Any, logits: Any, count: int) -> int | None:
+        """The highest-logit token among the ``count`` best that the grammar allows, or None."""
+        import numpy as np
+
+        lc = self._llama_cpp
+        best = np.argpartition(-logits, count)[:count] if count < len(logits) else np.arange(len(logits))
+        best = best[np.argsort(-logits[best], kind="stable")]
+        data = (lc.llama_token_data * len(best))()
+        for slot, token in zip(data, best.tolist(), strict=True):
+            slot.id, slot.logit, slot.p = token, float(logits[token]), 0.0
+        candidates = lc.llama_token_data_array(data=data, size=len(best), selected=-1, sorted=True)
+        lc.llama_sampler_apply(sampler, ctypes.byref(candidates))
+        for slot in data:
+            if slot.logit != float("-inf"):
+                return int(slot.id)
+        return None
+
+    def _grammar(self, text: str) -> Any:
+        # Parsing a grammar costs milliseconds; a long-lived generator keeps the ones it has seen.
+        if text not in self._grammars:
+            self._grammars[text] = self._llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+        return self._grammars[text]
 
     def __enter__(self) -> LlamaGenerator:
         return self
@@ -640,14 +730,22 @@ class LlamaYesNoScorer(_CausalModel):
 
     def __init__(
         self, path: str | Path, *, n_ctx: int = GENERATION_WINDOW, n_threads: int | None = None,
-        verbose: bool = False,
+        verbose: bool = False, sharing: _CausalModel | None = None,
     ) -> None:  # fmt: skip
-        self._load(path, n_ctx, n_threads, verbose)
+        """``sharing``: an open model of the same file (the generator, when one file serves both
+        roles) whose llama.cpp context this scorer uses too: one load instead of two. Both reset
+        the context before each call, so they never see each other's tokens."""
+        if sharing is not None and sharing.path == str(path):
+            self._path, self._llama_cpp, self._threads = sharing._path, sharing._llama_cpp, sharing._threads
+            self._llm, self.load_seconds, self._closed = sharing._llm, 0.0, False
+        else:
+            self._load(path, n_ctx, n_threads, verbose)
         self._yes = self._single_tokens(_YES_SPELLINGS)
         self._no = self._single_tokens(_NO_SPELLINGS)
         if not self._yes or not self._no:
             self.close()
             raise ValueError(f"{self._path}: the vocabulary has no single token for yes or no")
+        self.last_prompt_tokens = 0  # tokens evaluated by the latest score/score_batch, for tokens/s
 
     def _single_tokens(self, spellings: Sequence[str]) -> list[int]:
         found: list[int] = []
@@ -667,6 +765,7 @@ class LlamaYesNoScorer(_CausalModel):
         llm.reset()
         self._threads.apply(llm.ctx)
         llm.eval(tokens)
+        self.last_prompt_tokens = len(tokens)
         # With logits_all=False llama-cpp-python no longer copies logits into Llama.scores, so
         # read the last output position straight from the context.
         pointer = self._llama_cpp.llama_get_logits_ith(llm.ctx, -1)
@@ -676,6 +775,16 @@ class LlamaYesNoScorer(_CausalModel):
         yes = _logsumexp(logits[self._yes])
         no = _logsumexp(logits[self._no])
         return float(1.0 / (1.0 + np.exp(no - yes)))
+
+    def score_batch(self, query: str, documents: Sequence[str]) -> list[float]:
+        """``score`` of each document, in order: one prompt each, as the judgement is per document."""
+        scores: list[float] = []
+        tokens = 0
+        for document in documents:
+            scores.append(self.score(query, document))
+            tokens += self.last_prompt_tokens
+        self.last_prompt_tokens = tokens
+        return scores
 
     def _prompt_tokens(self, query: str, document: str) -> list[int]:
         def encode(text: str, bos: bool) -> list[int]:
@@ -695,6 +804,14 @@ class LlamaYesNoScorer(_CausalModel):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _repeats_a_line(text: str) -> bool:
+    """Whether the last finished line of ``text`` is an earlier line again."""
+    if not text.endswith("\n"):
+        return False
+    lines = [" ".join(line.split()) for line in text.split("\n")[:-1]]
+    return len(lines) > 1 and lines[-1] in lines[:-1]
 
 
 def _logsumexp(values: Any) -> float:

@@ -7,17 +7,31 @@ query whose candidates overlap an earlier one, scores only the new texts.
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..store.llm_cache import LlmCache, cache_key
 from ..types import Notice
 
-__all__ = ["RERANK_FAILED", "RERANK_UNAVAILABLE", "RelevanceScorer", "Reranked", "blend", "rerank"]
+__all__ = [
+    "RERANK_FAILED",
+    "RERANK_PARTIAL",
+    "RERANK_UNAVAILABLE",
+    "RelevanceScorer",
+    "Reranked",
+    "blend",
+    "rerank",
+]
 
-RERANK_UNAVAILABLE = "RERANK_UNAVAILABLE"
-RERANK_FAILED = "RERANK_FAILED"
+# The stable warning codes of issue 10: no model is MODEL_MISSING; a model that failed
+# RERANK_SKIPPED; a time budget that ran out before the last candidate RERANK_PARTIAL.
+RERANK_UNAVAILABLE = "MODEL_MISSING"
+RERANK_FAILED = "RERANK_SKIPPED"
+RERANK_PARTIAL = "RERANK_PARTIAL"
 CACHE_KIND = "rerank"
+# Candidates scored per model call: small enough that the budget is checked often.
+BATCH = 4
 
 
 class RelevanceScorer(Protocol):
@@ -33,15 +47,22 @@ class RelevanceScorer(Protocol):
 
 @dataclass(frozen=True)
 class Reranked:
-    """Scores in the candidates' order; all None when reranking was unavailable or failed."""
+    """Scores in the candidates' order; None for a candidate the budget did not reach, and for
+    all when reranking was unavailable or failed."""
 
     scores: list[tuple[str, float | None]]
     warnings: list[Notice] = field(default_factory=list)
     computed: int = 0  # texts scored by the model in this call (the rest came from the cache)
+    prompt_tokens: int = 0  # tokens the model read for them, for throughput figures
+    seconds: float = 0.0  # time spent in the model
 
     @property
     def available(self) -> bool:
         return all(score is not None for _, score in self.scores)
+
+    @property
+    def reached(self) -> int:
+        return sum(score is not None for _, score in self.scores)
 
 
 def _unavailable(candidates: list[tuple[str, str]], code: str, message: str) -> Reranked:
@@ -49,17 +70,27 @@ def _unavailable(candidates: list[tuple[str, str]], code: str, message: str) -> 
 
 
 def rerank(
-    query: str, candidates: list[tuple[str, str]], scorer: RelevanceScorer | None, cache: LlmCache | None
+    query: str,
+    candidates: list[tuple[str, str]],
+    scorer: RelevanceScorer | None,
+    cache: LlmCache | None,
+    *,
+    deadline: float | None = None,
 ) -> Reranked:
     """A 0..1 relevance score per (id, text) candidate; never raises for a model problem.
 
-    Without a scorer, or when scoring fails, every score is None with RERANK_UNAVAILABLE or
-    RERANK_FAILED: the caller keeps its fused order rather than a half-reranked one.
+    Candidates are scored in the given order (best fused first), a few per model call, until
+    ``deadline`` (a ``time.perf_counter()`` value): those not reached by then get None and a
+    RERANK_PARTIAL warning, so the budget always buys the candidates most likely to matter.
+    Cached scores cost no time and are used wherever the candidate is. Without a scorer, or
+    when scoring fails, every score is None (MODEL_MISSING, RERANK_SKIPPED).
     """
     if scorer is None:
         return _unavailable(
             candidates, RERANK_UNAVAILABLE, "no rerank model is available: results keep their fused order"
         )
+    started = time.perf_counter()
+    prompt_tokens = 0
     try:
         prefix = (scorer.model_sha256, str(scorer.prompt_version), query)
         keys = {
@@ -73,9 +104,25 @@ def rerank(
                 text: float(hits[key]) for text, key in keys.items() if isinstance(hits.get(key), int | float)
             }
         fresh: dict[str, float] = {}
-        for text in keys:
-            if text not in known:
-                fresh[text] = min(1.0, max(0.0, float(scorer.score(query, text))))
+        waiting = [text for text in keys if text not in known]
+        position = 0
+        per_text = 0.0  # seconds per text so far: a group starts only if it should end in time
+        while position < len(waiting):
+            size = BATCH
+            if deadline is not None:
+                room = deadline - time.perf_counter()
+                if room <= 0 or (per_text and room < per_text):
+                    break
+                if per_text:
+                    size = max(1, min(BATCH, int(room / per_text)))
+                elif position == 0:
+                    size = 1  # the first text measures the model's speed
+            group = waiting[position : position + size]
+            for text, score in zip(group, _score_group(scorer, query, group), strict=True):
+                fresh[text] = min(1.0, max(0.0, float(score)))
+            position += len(group)
+            per_text = (time.perf_counter() - started) / position if position else 0.0
+            prompt_tokens += int(getattr(scorer, "last_prompt_tokens", 0) or 0)
     except Exception as exc:
         # A model failure costs the reranking only; the fused results are still good results.
         return _unavailable(
@@ -84,7 +131,31 @@ def rerank(
     if cache is not None and fresh:
         cache.put_many(CACHE_KIND, [(keys[text], score) for text, score in fresh.items()])
     known.update(fresh)
-    return Reranked(scores=[(cid, known[text]) for cid, text in candidates], computed=len(fresh))
+    scores = [(cid, known.get(text)) for cid, text in candidates]
+    warnings = []
+    missed = sum(score is None for _, score in scores)
+    if missed:
+        warnings.append(
+            Notice(
+                RERANK_PARTIAL,
+                f"the rerank budget ran out after {len(scores) - missed} of {len(scores)} candidates:"
+                " the rest keep their fused order (raise --rerank-budget to rerank more)",
+            )
+        )
+    return Reranked(
+        scores=scores,
+        warnings=warnings,
+        computed=len(fresh),
+        prompt_tokens=prompt_tokens,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _score_group(scorer: RelevanceScorer, query: str, texts: list[str]) -> list[float]:
+    batch = getattr(scorer, "score_batch", None)
+    if callable(batch):
+        return list(batch(query, texts))
+    return [scorer.score(query, text) for text in texts]
 
 
 def blend_weight(rrf_rank: int) -> float:

@@ -60,6 +60,10 @@ def render(result: object, fmt: str, opts: RenderOptions = _DEFAULT_OPTIONS) -> 
         from tansaku.render import chunks
 
         return chunks.render(result, fmt, opts)
+    if isinstance(result, _types.SessionRead):
+        from tansaku.render import sessions
+
+        return sessions.render(result, fmt, opts)
     kind = admin_kind(result)
     if fmt not in ADMIN_FORMATS:
         raise UsageError(

@@ -8,6 +8,7 @@ from typing import Any
 from tansaku.render import RenderOptions, show_docid
 from tansaku.render.terminal import clean, warning_lines
 from tansaku.types import (
+    Collection,
     CollectionInfo,
     CollectionUpdate,
     Context,
@@ -93,12 +94,21 @@ def _update_one(c: CollectionUpdate, dry_run: bool) -> list[str]:
         lines += [f"  would update: {clean(p)}" for p in c.updated]
         lines += [f"  would move: {clean(a)} -> {clean(b)}" for a, b in c.moved]
         lines += [f"  would remove: {clean(p)}" for p in c.removed]
+    if dry_run:
+        lines += [f"  would read on: {clean(p)}" for p in c.appended]
     if not c.failed:
         counts = (
             f"added {len(c.added)}, updated {len(c.updated)}, moved {len(c.moved)}, "
             f"unchanged {c.unchanged}, removed {len(c.removed)}, skipped {len(c.skipped)}"
         )
+        if c.appended:
+            counts += f", appended {len(c.appended)}"
         lines.append(f"  {counts}")
+    if c.turns:
+        lines.append(f"  indexed {c.turns} turns")
+    if c.redactions:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in c.redactions.items())
+        lines.append(f"  redacted {sum(c.redactions.values())} secrets ({kinds})")
     if c.chunked:
         lines.append(f"  chunked {c.chunked} texts into {c.chunks} chunks")
     lines += [f"  chunking: {clean(w)}" for w in c.chunk_warnings]
@@ -106,6 +116,7 @@ def _update_one(c: CollectionUpdate, dry_run: bool) -> list[str]:
         lines += [f"  moved: {clean(a)} -> {clean(b)}" for a, b in c.moved]
     lines += [f"  repaired (invalid UTF-8 replaced with U+FFFD): {clean(p)}" for p in c.repaired]
     lines += [f"  skipped {clean(s.path)}: {s.reason}" for s in c.skipped]
+    lines += ["  " + line for line in warning_lines(c.warnings)]
     return lines
 
 
@@ -149,10 +160,11 @@ def _status(s: StatusReport) -> list[str]:
         index = f"{s.index_path} ({human_size(s.index_bytes)}, schema {schema})"
     lines = [f"index:  {clean(index)}", f"config: {clean(s.config_path)}", ""]
     if s.collections:
-        rows = [["NAME", "DOCS", "CHUNKED", "CHUNKS", "VECTORS", "LAST UPDATE", "PATH"]]
+        rows = [["NAME", "TYPE", "DOCS", "CHUNKED", "CHUNKS", "VECTORS", "LAST UPDATE", "PATH"]]
         rows += [
             [
                 i.collection.name,
+                i.collection.type,
                 str(i.documents),
                 str(i.chunked),
                 str(i.chunks),
@@ -162,7 +174,7 @@ def _status(s: StatusReport) -> list[str]:
             ]
             for i in s.collections
         ]
-        lines += ["collections:", *("  " + row for row in table(rows, right=frozenset({1, 2, 3, 4})))]
+        lines += ["collections:", *("  " + row for row in table(rows, right=frozenset({2, 3, 4, 5})))]
     else:
         lines.append("collections: (none)")
     if s.contexts:
@@ -190,6 +202,7 @@ def _collection(info: CollectionInfo) -> list[str]:
     c = info.collection
     fields = [
         ("name", c.name),
+        ("type", _type(c)),
         ("path", clean(c.path)),
         ("masks", ", ".join(c.masks) or "(none)"),
         ("ignore", ", ".join(c.ignore) or "(none)"),
@@ -204,18 +217,33 @@ def _collection(info: CollectionInfo) -> list[str]:
     return [f"{name + ':':<13}{value}" for name, value in fields]
 
 
+def _type(c: Collection) -> str:
+    if c.type == "files":
+        return "files"
+    agent = {"claude": "Claude Code", "codex": "Codex"}.get(c.type, c.type)
+    redaction = "secrets redacted" if c.redact else "secrets NOT redacted (--no-redact)"
+    return f"{c.type} ({agent} session transcripts; {redaction})"
+
+
 def _fallbacks(info: CollectionInfo) -> str:
     return f" ({info.chunk_fallbacks} fell back to regex)" if info.chunk_fallbacks else ""
 
 
 def _collections(infos: list[CollectionInfo]) -> list[str]:
-    rows = [["NAME", "DOCS", "PATH", "INCLUDED", "MASKS"]]
+    rows = [["NAME", "TYPE", "DOCS", "PATH", "INCLUDED", "MASKS"]]
     for info in infos:
         c = info.collection
         rows.append(
-            [c.name, str(info.documents), clean(c.path), "yes" if c.include else "no", " ".join(c.masks)]
+            [
+                c.name,
+                c.type,
+                str(info.documents),
+                clean(c.path),
+                "yes" if c.include else "no",
+                " ".join(c.masks),
+            ]
         )
-    return table(rows, right=frozenset({1}))
+    return table(rows, right=frozenset({2}))
 
 
 def _files(entries: list[FileEntry]) -> list[str]:

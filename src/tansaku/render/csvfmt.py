@@ -37,8 +37,18 @@ def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOp
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     if isinstance(result, SearchResult):
-        writer.writerow(SEARCH_COLUMNS)
-        writer.writerows(_search_rows(result, opts))
+        # Transcript hits add their columns, only to a search that has some.
+        extra = any(hit.transcript is not None for hit in result.hits)
+        if extra:
+            from tansaku.render.transcripts import COLUMNS, fields
+
+            writer.writerow((*SEARCH_COLUMNS, *COLUMNS))
+            for hit, row in zip(result.hits, _search_rows(result, opts), strict=True):
+                values = fields(hit.transcript) if hit.transcript is not None else {}
+                writer.writerow([*row, *("" if values.get(c) is None else values[c] for c in COLUMNS)])
+        else:
+            writer.writerow(SEARCH_COLUMNS)
+            writer.writerows(_search_rows(result, opts))
     else:
         writer.writerow(DOCUMENT_COLUMNS)
         documents = result.documents if isinstance(result, _types.MultiGetResult) else (result,)

@@ -86,6 +86,10 @@ def _hit(hit: Hit, opts: RenderOptions) -> list[str]:
     if hit.stale:
         meta.append("stale")
     blocks = [f"## {escape(hit.title) if hit.title else code_span(path)}", " · ".join(meta)]
+    if hit.transcript is not None:
+        from tansaku.render.transcripts import summary_lines
+
+        blocks.append("  \n".join(escape(line) for line in summary_lines(hit.transcript)))
     if hit.contexts:
         # The empty quote line keeps each context its own paragraph once rendered.
         blocks.append("\n>\n".join(f"> {escape(c)}" for c in hit.contexts))

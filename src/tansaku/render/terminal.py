@@ -80,12 +80,19 @@ def _explain_header(explain: _types.QueryExplanation) -> str:
         f"  list {w.name}: weight {w.weight:.2f}, {w.count} documents ({w.reason})" for w in explain.lists
     ]
     lines += [f"  {note}" for note in explain.notes]
+    if explain.stages:
+        lines.append("  time: " + ", ".join(f"{t.stage} {t.seconds * 1000:.0f} ms" for t in explain.stages))
     return "\n".join(lines)
 
 
 def _explain_lines(explained: _types.HitExplanation) -> str:
     ranks = ", ".join(f"{r.name} #{r.rank} (score {r.score:.3f}, rrf {r.rrf:.4f})" for r in explained.ranks)
-    return f"  explain: {ranks}; bonus {explained.bonus:.3f}; fused {explained.fused:.4f}"
+    text = f"  explain: {ranks}; bonus {explained.bonus:.3f}; fused {explained.fused:.4f}"
+    if explained.rrf_rank:
+        text += f" (#{explained.rrf_rank})"
+    if explained.rerank is not None and explained.blended is not None:
+        text += f"; rerank {explained.rerank:.3f}, blended {explained.blended:.4f}"
+    return text
 
 
 def _hit_lines(hit: Hit, opts: RenderOptions) -> list[str]:
@@ -99,6 +106,10 @@ def _hit_lines(hit: Hit, opts: RenderOptions) -> list[str]:
     lines = [header + (" [stale]" if hit.stale else "")]
     if hit.title:
         lines.append(INDENT + paint(clean(hit.title), "title", opts))
+    if hit.transcript is not None:
+        from tansaku.render.transcripts import summary_lines
+
+        lines += [INDENT + clean(line) for line in summary_lines(hit.transcript)]
     # A context written over several lines reads fine as one line here.
     lines += [f"{INDENT}context: {clean(' '.join(c.splitlines()))}" for c in hit.contexts]
     if hit.body is not None:

@@ -104,6 +104,12 @@ def _hit(hit: Hit) -> list[str]:
         total_terms=hit.total_terms,
     )
     children = [element("title", hit.title)]
+    if hit.transcript is not None:
+        from tansaku.render.transcripts import fields
+
+        values = fields(hit.transcript)
+        prompt = values.pop("run_prompt")
+        children.append(element("transcript", "" if prompt is None else str(prompt), **values))
     children += [element("context", c) for c in hit.contexts]
     children.append(element("snippet", "\n".join(hit.snippet.lines), start_line=hit.snippet.start_line))
     if hit.body is not None:

@@ -202,6 +202,12 @@ def _selective(conn: Any, clauses: ParsedQuery) -> ParsedQuery:
 _NO_SNIPPET = Snippet(1, ())
 
 
+def highlight_terms(conn: Any, query: str) -> list[str]:
+    """The terms a snippet (or a rerank passage) looks for in ``query``'s results."""
+    parsed = resolve_options(parse_query(query), lambda name: store.option_defined(conn, name))
+    return list(required_terms(parsed).highlight_terms)
+
+
 def add_snippets(conn: Any, query: str, hits: Sequence[Hit]) -> list[Hit]:
     """The hits with the snippet keyword search would give them, where they have none."""
     from dataclasses import replace
@@ -209,8 +215,7 @@ def add_snippets(conn: Any, query: str, hits: Sequence[Hit]) -> list[Hit]:
     missing = [hit for hit in hits if not hit.snippet.lines]
     if not missing:
         return list(hits)
-    parsed = resolve_options(parse_query(query), lambda name: store.option_defined(conn, name))
-    terms = required_terms(parsed).highlight_terms
+    terms = highlight_terms(conn, query)
     docs = {(h.collection, h.path): store.document_at(conn, h.collection, h.path) for h in missing}
     texts = store.bodies(conn, [doc.hash for doc in docs.values() if doc is not None])
     out = []

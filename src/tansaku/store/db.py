@@ -209,6 +209,24 @@ def translate(exc: BaseException, path: Path) -> Exception:
     return _map_error(exc, path)
 
 
+@contextlib.contextmanager
+def reading(path: Path) -> Iterator[Connection]:
+    """A read connection for one block, closed after it; a sqlite error raised inside the block
+    leaves it as the matching tansaku error."""
+    conn = open_read(path)
+    try:
+        yield conn
+    except DatabaseError as exc:
+        raise translate(exc, path) from exc
+    finally:
+        conn.close()
+
+
+def has_table(conn: Connection, name: str) -> bool:
+    """Whether the schema has an object of that name: tables a later feature adds may be absent."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
 class ChangeWatch:
     """Tells a long-lived reader whether the index changed since it last looked.
 

@@ -221,8 +221,10 @@ def prune_content(conn: Any) -> int:
 def delete_collection(conn: Any, collection: str) -> int:
     # Imported here: a search, which loads this module, needs neither (about 4 ms of start-up).
     from .chunks import prune_chunks
+    from .transcripts import delete_collection_sessions
     from .vectors import prune_if_present as prune_vectors
 
+    sessions = delete_collection_sessions(conn, collection)  # their turns first, then their documents
     ids = [row[0] for row in conn.execute("SELECT id FROM documents WHERE collection = ?", (collection,))]
     for doc_id in ids:
         delete_document(conn, doc_id)
@@ -230,7 +232,7 @@ def delete_collection(conn: Any, collection: str) -> int:
     prune_content(conn)
     prune_chunks(conn)
     prune_vectors(conn)
-    return len(ids)
+    return sessions + len(ids)
 
 
 def rename_collection(conn: Any, old: str, new: str) -> None:

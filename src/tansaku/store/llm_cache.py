@@ -11,14 +11,17 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import sqlean as sqlite3
 
-__all__ = ["LlmCache", "cache_key"]
+__all__ = ["LlmCache", "cache_key", "open_cache"]
 
 # SQLite's default limit on bound parameters is far above this; batches keep statements short.
 _BATCH = 500
+# Seconds a cache write waits for another writer before it is skipped.
+_CACHE_WAIT = 0.2
 
 
 def cache_key(*parts: str) -> str:
@@ -32,6 +35,9 @@ class LlmCache:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
         self.write_failures = 0  # puts that were skipped because the index refused them
+
+    def close(self) -> None:
+        self._conn.close()
 
     def get(self, kind: str, key: str) -> Any | None:
         return self.get_many(kind, [key]).get(key)
@@ -91,3 +97,18 @@ class _transaction:
             self._conn.execute("COMMIT")
         else:
             self._conn.execute("ROLLBACK")
+
+
+def open_cache(path: Path) -> LlmCache | None:
+    """A cache on its own connection to the index at ``path``, None when there is no index.
+
+    Its own connection, with a short wait: a query must not stall behind an `update` holding the
+    write lock for the sake of a cache write (which is then skipped).
+    """
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(str(path), timeout=_CACHE_WAIT, isolation_level=None)
+    except sqlite3.DatabaseError:
+        return None
+    return LlmCache(conn)

@@ -167,6 +167,63 @@ def _v5(conn: Any) -> None:
         conn.execute(statement)
 
 
+# Agent transcripts (issue 13). A session is a document (its text is the turns' texts, blank-line
+# separated, and each turn is a chunk of it); these tables keep what a document row cannot: the
+# session's facts and append state, its runs, and one row per turn with its role, time, source
+# line and place in the session text, searchable on its own in turns_fts (contentless, like
+# documents_fts: rows are deleted by replaying transcript_turns.fts_text, else the text slice).
+_V6 = f"""
+CREATE TABLE transcript_sessions (
+    doc_id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    source_format TEXT NOT NULL,
+    project TEXT,
+    title TEXT,
+    parent_session_id TEXT,
+    first_timestamp TEXT,
+    last_timestamp TEXT,
+    run_count INTEGER NOT NULL DEFAULT 0,
+    turn_count INTEGER NOT NULL DEFAULT 0,
+    end_offset INTEGER NOT NULL,
+    line_count INTEGER NOT NULL,
+    prefix_sha TEXT NOT NULL,
+    state TEXT NOT NULL,
+    redacted INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX transcript_sessions_session ON transcript_sessions (session_id);
+
+CREATE TABLE transcript_runs (
+    doc_id INTEGER NOT NULL,
+    run_index INTEGER NOT NULL,
+    prompt TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    timestamp TEXT,
+    PRIMARY KEY (doc_id, run_index)
+) WITHOUT ROWID;
+
+CREATE TABLE transcript_turns (
+    id INTEGER PRIMARY KEY,
+    doc_id INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    turn_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    tool_name TEXT,
+    line INTEGER NOT NULL,
+    timestamp TEXT,
+    epoch REAL,
+    run_index INTEGER NOT NULL,
+    start_char INTEGER NOT NULL,
+    end_char INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    fts_text TEXT
+);
+CREATE INDEX transcript_turns_doc ON transcript_turns (doc_id, seq);
+
+CREATE VIRTUAL TABLE turns_fts USING fts5(text, tokenize = '{FTS_TOKENIZER}', content = '')
+"""
+
 Migration = Callable[[Any], None]
 
 
@@ -179,7 +236,7 @@ def _script(sql: str) -> Migration:
     return run
 
 
-MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4), _v5]
+MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4), _v5, _script(_V6)]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

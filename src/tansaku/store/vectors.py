@@ -96,6 +96,15 @@ def models(conn: Any) -> list[EmbedModelRecord]:
     return [EmbedModelRecord(*row) for row in rows]
 
 
+def model_window(conn: Any, model_path: str) -> int | None:
+    """The window the index last used with the model file at ``model_path``, if it knows one."""
+    row = conn.execute(
+        "SELECT window_tokens FROM embed_models WHERE model_path = ? ORDER BY created_at DESC",
+        (model_path,),
+    ).fetchone()
+    return row[0] if row else None
+
+
 def existing_embeddings(conn: Any, fingerprint: str, text_shas: Iterable[str]) -> dict[str, int]:
     wanted = list(set(text_shas))
     found: dict[str, int] = {}

@@ -1,0 +1,45 @@
+"""The final order of `query`: rerank scores blended with the fused rank.
+
+Pure: the fused order and the scores in, the order and scores out. A candidate the reranker
+scored gets ``blend(rrf_rank, score)`` (models/rerank.py): the fused rank weighs 0.75 in the top
+three, 0.60 to ten, 0.40 after, so a weak reranker cannot push a strong hit out. Candidates the
+budget did not reach follow in their fused order, each scored no higher than the one before it,
+so scores still fall down the list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..models.rerank import blend
+
+
+@dataclass(frozen=True)
+class Placed:
+    key: str
+    score: float  # final, 0..1
+    rrf_rank: int  # 1-based
+    rerank: float | None  # None: not reranked
+    blended: float | None
+
+
+def reorder(fused_keys: Sequence[str], scores: Mapping[str, float | None]) -> list[Placed]:
+    """``fused_keys`` best first; ``scores`` the rerank score per key (None or absent: not reached)."""
+    scored: list[Placed] = []
+    waiting: list[tuple[str, int]] = []
+    for rank, key in enumerate(fused_keys, start=1):
+        score = scores.get(key)
+        if score is None:
+            waiting.append((key, rank))
+        else:
+            mixed = blend(rank, score)
+            scored.append(Placed(key, mixed, rank, score, mixed))
+    # Equal blends keep the fused order.
+    scored.sort(key=lambda p: (-p.score, p.rrf_rank))
+    placed = list(scored)
+    ceiling = placed[-1].score if placed else 1.0
+    for key, rank in waiting:
+        ceiling = min(ceiling, blend(rank, 0.0))
+        placed.append(Placed(key, ceiling, rank, None, None))
+    return placed

@@ -1,0 +1,172 @@
+"""`status` and `collection list`: what each collection holds, and what is still to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import IndexCorrupt, IndexSchemaMismatch, TansakuError
+from ..store import db
+from ..store import documents as store
+from ..types import Notice
+
+if TYPE_CHECKING:
+    from ..config.settings import Config
+    from ..types import CollectionInfo, StatusReport
+
+
+def collection_list(config: Config, config_path: Path, index_path: Path) -> list[CollectionInfo]:
+    """Every configured collection with its counts; zero counts when there is no usable index."""
+    from ..types import CollectionInfo
+
+    if not index_path.exists():
+        return [CollectionInfo(c, 0, None) for c in config.collection_list()]
+    try:
+        with db.reading(index_path) as conn:
+            return collection_infos(conn, config, config_path)
+    except IndexSchemaMismatch:
+        # The list comes from the config; counts wait for `update` to upgrade the index.
+        return [CollectionInfo(c, 0, None) for c in config.collection_list()]
+
+
+def collection_infos(conn: db.Connection, config: Config, config_path: Path) -> list[CollectionInfo]:
+    from ..index.chunks import params_for
+    from ..store.chunks import collection_chunk_counts
+    from ..types import CollectionInfo
+
+    counts, states = store.collection_counts(conn), store.collection_states(conn)
+    fingerprint = current_fingerprint(conn, config_path)
+    infos = []
+    for c in config.collection_list():
+        documents, size = counts.get(c.name, (0, 0))
+        params = params_for(c).fingerprint()
+        chunked, chunks, fallbacks = collection_chunk_counts(conn, c.name, params)
+        vectors = stale = unembedded = 0
+        if db.has_table(conn, "chunk_vectors"):
+            from ..store.vectors import collection_vector_counts
+
+            vectors, distinct_chunks, stale = collection_vector_counts(conn, c.name, params, fingerprint)
+            if fingerprint is not None or stale:
+                unembedded = distinct_chunks - vectors
+        infos.append(
+            CollectionInfo(
+                c,
+                documents,
+                states.get(c.name),
+                size,
+                chunked,
+                chunks,
+                fallbacks,
+                vectors,
+                stale,
+                unembedded,
+            )
+        )
+    return infos
+
+
+def embed_status(config_path: Path, index_path: Path) -> tuple[str | None, int | None]:
+    """The configured embed model file if present, and the window the index last used with it."""
+    from ..models.registry import resolve
+
+    ref = resolve("embed", config_path)
+    if not ref.present:
+        return None, None
+    window = None
+    if index_path.exists():
+        try:
+            with db.reading(index_path) as conn:
+                if db.has_table(conn, "embed_models"):
+                    from ..store.vectors import model_window
+
+                    window = model_window(conn, str(ref.local_path))
+        except TansakuError:
+            window = None
+    return str(ref.local_path), window
+
+
+def current_fingerprint(conn: db.Connection, config_path: Path) -> str | None:
+    """The fingerprint the configured embed model's vectors have with this version of tansaku
+    (no hashing when the index knows the file, no loading). Built from the stored model hash
+    and prompt format, not read back, so vectors of an older embedded-text version count as
+    stale."""
+    from ..models.registry import resolve
+
+    ref = resolve("embed", config_path)
+    if not ref.present or not db.has_table(conn, "embed_models"):
+        return None
+    from ..index.embed import current_fingerprint as fingerprint_of
+    from ..store.vectors import models
+
+    return fingerprint_of(models(conn), str(ref.local_path))
+
+
+def thread_status(config_path: Path, warnings: list[Notice]) -> str | None:
+    from ..models.threads import resolve_threads
+
+    try:
+        return resolve_threads(config_path).describe()
+    except TansakuError as exc:  # status reports a bad setting; the model commands refuse it
+        warnings.append(Notice(exc.code, exc.message))
+        return None
+
+
+def status_report(config: Config, config_path: Path, index_path: Path) -> StatusReport:
+    from ..chunking import available_grammars
+    from ..index.runner import pending_summary
+    from ..store.migrations import SCHEMA_VERSION
+    from ..types import CollectionInfo, StatusReport
+
+    exists = index_path.exists()
+    warnings: list[Notice] = []
+    schema: int | None = None
+    embed_path, embed_window = embed_status(config_path, index_path)
+    threads = thread_status(config_path, warnings)
+    infos: list[CollectionInfo] = [CollectionInfo(c, 0, None) for c in config.collection_list()]
+    states: dict[str, str | None] = {}
+    pending: list[str] = []
+    if not exists:
+        warnings.append(
+            Notice(
+                "INDEX_MISSING",
+                f"no index at {index_path}: `tansaku collection add PATH` creates it",
+            )
+        )
+    else:
+        try:
+            with db.reading(index_path) as conn:
+                schema = SCHEMA_VERSION
+                infos, states = collection_infos(conn, config, config_path), store.collection_states(conn)
+                pending = pending_summary(conn, config)
+        except (IndexSchemaMismatch, IndexCorrupt) as exc:
+            warnings.append(Notice(exc.code, exc.message))
+            schema = exc.details.get("version")
+    for c in config.collection_list():
+        if exists and c.name not in states:
+            pending.append(f"{c.name}: never indexed; run `tansaku update -c {c.name}`")
+    for info in infos:
+        if info.unembedded:
+            name = info.collection.name
+            pending.append(
+                f"{name}: {info.unembedded} chunks have no vector yet; run `tansaku embed -c {name}`"
+            )
+        if info.chunked < info.documents:
+            missing = info.documents - info.chunked
+            name = info.collection.name
+            pending.append(f"{name}: {missing} documents not chunked yet; run `tansaku update -c {name}`")
+    return StatusReport(
+        index_path=str(index_path),
+        index_exists=exists,
+        index_bytes=index_path.stat().st_size if exists else 0,
+        schema_version=schema,
+        code_schema_version=SCHEMA_VERSION,
+        config_path=str(config_path),
+        collections=tuple(infos),
+        contexts=tuple(config.context_list()),
+        pending=tuple(pending),
+        warnings=tuple(warnings),
+        grammars=tuple(sorted(available_grammars().items())),
+        embed_model=embed_path,
+        embed_window=embed_window,
+        model_threads=threads,
+    )

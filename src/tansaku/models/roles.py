@@ -1,0 +1,91 @@
+"""The `generate` and `rerank` models of `query`: loaded on first use, kept for the process.
+
+A missing or unloadable model is never an error here: the caller gets None and a MODEL_MISSING
+notice naming the fix, and `query` goes on without that step. A long-lived process (a server, a
+script holding a ``Tansaku``) loads each model once; a one-shot command loads only the models of
+the steps that run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..types import Notice
+from .registry import resolve
+
+MODEL_MISSING = "MODEL_MISSING"
+
+_LOADED: dict[tuple[str, str], Any] = {}
+# Steps a missing model costs, for its notice.
+_SKIPPED = {"generate": "the query is not expanded", "rerank": "results keep their fused order"}
+
+
+class KnownHash:
+    """A model whose file hash is already known (from the index), so no 250 MB file is read to
+    key a cache lookup; everything else is the model's."""
+
+    def __init__(self, model: Any, sha256: str) -> None:
+        self._model = model
+        self.model_sha256 = sha256
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+
+def load_role_model(
+    role: str, config_path: Path, hashes: Any | None = None
+) -> tuple[Any | None, Notice | None]:
+    """(model, None), or (None, a MODEL_MISSING notice). ``hashes`` memoises file hashes (an
+    ``LlmCache``); without it a model hashes its file on first use."""
+    ref = resolve(role, config_path)
+    if not ref.present:
+        return None, Notice(
+            MODEL_MISSING,
+            f"the {role} model {ref.reference} is not on this machine: {_SKIPPED[role]}"
+            f" (`tansaku models pull {role}`, or `tansaku models add {role} PATH.gguf`)",
+        )
+    key = (role, str(ref.local_path))
+    if key not in _LOADED:
+        try:
+            _LOADED[key] = _open(role, str(ref.local_path))
+        except (ImportError, OSError, ValueError, RuntimeError) as exc:
+            why = f"cannot load the {role} model {ref.local_path}: {exc}: {_SKIPPED[role]}"
+            return None, Notice(MODEL_MISSING, why)
+    model = _LOADED[key]
+    sha = _known_hash(str(ref.local_path), hashes)
+    return (KnownHash(model, sha) if sha else model), None
+
+
+def _open(role: str, path: str) -> Any:
+    if role == "generate":
+        from .llama import LlamaGenerator
+
+        # No fixed thread count: chosen before each call from the machine's load.
+        return LlamaGenerator(path)
+    generator = _LOADED.get(("generate", path))
+    if generator is not None:
+        from .llama import LlamaYesNoScorer
+
+        # One decoder file in both roles (a small model that expands and judges): one load.
+        return LlamaYesNoScorer(path, sharing=generator)
+    from .cross_encoder import open_reranker
+
+    return open_reranker(path)
+
+
+def _known_hash(path: str, hashes: Any | None) -> str | None:
+    if hashes is None:
+        return None
+    from ..store.llm_cache import cache_key
+    from .llama import file_sha256
+
+    st = os.stat(path)
+    key = cache_key(path, str(st.st_size), str(st.st_mtime_ns))
+    known = hashes.get("file_sha256", key)
+    if isinstance(known, str):
+        return known
+    sha = file_sha256(path)
+    hashes.put("file_sha256", key, sha)
+    return sha

@@ -1,0 +1,273 @@
+"""Keyword search over transcript turns, aggregated to turn, run, session or project level.
+
+Turns are matched in ``turns_fts`` (the query is parsed as `search` parses it: one or two terms
+are all required, longer queries match any term and rank), filtered by role, time and project,
+then grouped: each unit of the level is represented by its best turn (lowest bm25), with the
+number of matching turns and their time span. Score = s / (1 + s) with s = -bm25, in 0..1.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config.contexts import contexts_for
+from ..errors import EmptyQuery, UsageError
+from ..paths import virtual_path
+from ..store import db
+from ..store import documents as doc_store
+from ..store import transcripts as tstore
+from ..types import Collection, Hit, Notice, SearchResult, Snippet
+from .hits import disk_path, is_stale
+from .query import fts_expression, parse_query, required_terms, resolve_options
+from .snippets import best_snippet
+
+if TYPE_CHECKING:
+    from ..config.settings import Config
+
+LEVELS = ("turn", "run", "session", "project")
+ROLES = ("user", "assistant", "tool")
+STRICT_CLAUSES = 2
+_RELATIVE = re.compile(r"\A(\d+)\s*([mhdw])\Z")
+_UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_when(text: str | None, *, end: bool, now: float | None = None) -> float | None:
+    """``--since``/``--until``: ``7d`` (m, h, d, w ago), a date (``2025-11-30``: the day's start;
+    for ``--until`` the day is included) or an ISO time. Epoch seconds; None for no bound."""
+    if text is None or not text.strip():
+        return None
+    value = text.strip()
+    match = _RELATIVE.match(value.lower())
+    if match:
+        return (time.time() if now is None else now) - int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise UsageError(
+            f"cannot read {value!r} as a time",
+            hint="give a date (2025-11-30), an ISO time (2025-11-30T12:00) or an age (30m, 12h, 7d, 2w)",
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    if end and len(value) == 10:  # a date: --until includes that whole day
+        parsed += timedelta(days=1)
+    return parsed.timestamp()
+
+
+@dataclass(frozen=True)
+class TurnQuery:
+    query: str
+    level: str = "turn"
+    roles: tuple[str, ...] = ()
+    since: float | None = None
+    until: float | None = None
+    project: str | None = None
+    limit: int | None = 5
+    min_score: float = 0.0
+    full: bool = False
+
+
+def files_only(config: Config, collections: Sequence[str]) -> bool:
+    """Whether the collections named (or, naming none, those searched by default) are all file
+    collections: such a search is a plain `search`, with nothing of the transcript levels."""
+    named = list(dict.fromkeys(collections)) or [c.name for c in config.collection_list() if c.include]
+    return all(config.collections.get(n, Collection(n, "")).type == "files" for n in named)
+
+
+def search_levels(
+    index_path: Path,
+    chosen: Sequence[Collection],
+    warnings: Sequence[Notice],
+    contexts: Mapping[str, str],
+    search_files: Callable[[list[str]], SearchResult],
+    *,
+    query: str,
+    level: str | None = None,
+    roles: Sequence[str] = (),
+    since: str | None = None,
+    until: str | None = None,
+    project: str | None = None,
+    limit: int | None = 5,
+    min_score: float = 0.0,
+    full: bool = False,
+) -> SearchResult:
+    """`search` over ``chosen`` when some are transcript collections: those by turn, aggregated to
+    ``level`` (default turn), the file collections by ``search_files`` (the plain `search`, which
+    this package cannot reach itself), merged best first after the ``warnings`` already made."""
+    started = time.perf_counter()
+    request = TurnQuery(
+        query,
+        level or "turn",
+        tuple(roles),
+        parse_when(since, end=False),
+        parse_when(until, end=True),
+        project,
+        limit,
+        min_score,
+        full,
+    )
+    sessions = [c for c in chosen if c.type != "files"]
+    with db.reading(index_path) as conn:
+        results = [search_turns(conn, request, sessions, contexts)]
+    files = [c.name for c in chosen if c.type == "files"]
+    if files:
+        results.append(search_files(files))
+    merged = merge(results, query, limit, started)
+    return replace(merged, warnings=(*warnings, *merged.warnings))
+
+
+def check(level: str, roles: Sequence[str]) -> None:
+    if level not in LEVELS:
+        raise UsageError(f"unknown level {level!r}", hint=f"use one of: {', '.join(LEVELS)}")
+    for role in roles:
+        if role not in ROLES:
+            raise UsageError(f"unknown role {role!r}", hint=f"use one of: {', '.join(ROLES)}")
+
+
+def search_turns(
+    conn: Any,
+    request: TurnQuery,
+    collections: Sequence[Collection],
+    contexts: Mapping[str, str],
+) -> SearchResult:
+    started = time.perf_counter()
+    check(request.level, request.roles)
+    parsed = resolve_options(parse_query(request.query), lambda name: doc_store.option_defined(conn, name))
+    clauses = required_terms(parsed)
+    strict = len(clauses.positive) <= STRICT_CLAUSES
+    expression = fts_expression(clauses, "all" if strict else "clauses")
+    if expression is None:
+        raise EmptyQuery(
+            f"the query {request.query!r} has nothing to search for",
+            hint="give at least one word that is not negated with '-'",
+        )
+    filters = tstore.TurnFilter(
+        collections=tuple(c.name for c in collections),
+        roles=tuple(request.roles),
+        since=request.since,
+        until=request.until,
+        project=request.project,
+    )
+    notices: list[Notice] = []
+    groups, total = tstore.search_groups(conn, expression, filters, request.level, request.limit)
+    if not groups and strict and len(clauses.positive) > 1:
+        fallback = fts_expression(clauses, "any")
+        if fallback is not None:
+            groups, total = tstore.search_groups(conn, fallback, filters, request.level, request.limit)
+            if groups:
+                notices.append(
+                    Notice(
+                        "PARTIAL_MATCH",
+                        f"no turn contains all {len(clauses.positive)} terms; showing turns that contain"
+                        " some of them",
+                    )
+                )
+    turns = tstore.turns_by_ids(conn, [g.turn_id for g in groups])
+    by_name = {c.name: c for c in collections}
+    terms = clauses.highlight_terms
+    hits: list[Hit] = []
+    for group in groups:
+        turn = turns[group.turn_id]
+        score = _score(group.bm25)
+        if score < request.min_score:
+            continue
+        hits.append(_hit(turn, group, score, request, by_name[turn.collection], contexts, terms))
+    return SearchResult(
+        query=request.query,
+        mode="search",
+        hits=tuple(hits),
+        total=total,
+        limit=request.limit,
+        warnings=tuple(notices),
+        took_ms=(time.perf_counter() - started) * 1000,
+        collections=tuple(c.name for c in collections),
+    )
+
+
+def _score(bm25: float) -> float:
+    raw = max(0.0, -bm25)
+    return raw / (1.0 + raw) if math.isfinite(raw) else 1.0
+
+
+def iso(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S") + "Z"
+
+
+def _hit(
+    turn: tstore.TurnView,
+    group: tstore.GroupRow,
+    score: float,
+    request: TurnQuery,
+    collection: Collection,
+    contexts: Mapping[str, str],
+    terms: Sequence[str],
+) -> Hit:
+    from ..types import TranscriptHit
+
+    level = request.level
+    snippet = best_snippet(turn.text, terms)
+    snippet = Snippet(turn.start_line + snippet.start_line - 1, snippet.lines)
+    session_title = turn.session_title or turn.doc_title
+    located = level in ("turn", "run")
+    path = disk_path(collection, turn.path)
+    base = virtual_path(turn.collection, turn.path)
+    return Hit(
+        docid=turn.hash[:6],
+        score=score,
+        collection=turn.collection,
+        path=turn.path,
+        # A turn (and a run, by its best turn) points at its line in the source file.
+        virtual_path=f"{base}:{turn.line}" if located else base,
+        disk_path=path,
+        title=turn.doc_title,
+        contexts=contexts_for(contexts, turn.collection, turn.path),
+        snippet=snippet,
+        stale=is_stale(path, turn.size, turn.mtime_ns),
+        body=turn.text if request.full else None,
+        transcript=TranscriptHit(
+            level=level,
+            project=turn.project,
+            session_id=turn.session_id if level != "project" else None,
+            session_title=session_title if level != "project" else None,
+            run_index=turn.run_index if located else None,
+            run_prompt=(turn.run_prompt or "") if located else None,
+            role=turn.role if level == "turn" else None,
+            kind=turn.kind if level == "turn" else None,
+            turn_id=turn.turn_id if level == "turn" else None,
+            timestamp=turn.timestamp,
+            line=turn.line,
+            matches=group.matches,
+            first_timestamp=iso(group.first_epoch),
+            last_timestamp=iso(group.last_epoch),
+            sessions=group.sessions,
+        ),
+    )
+
+
+def merge(results: Sequence[SearchResult], query: str, limit: int | None, started: float) -> SearchResult:
+    """Transcript and file results of one search, best first."""
+    hits = sorted((h for r in results for h in r.hits), key=lambda h: -h.score)
+    if limit is not None:
+        hits = hits[:limit]
+    warnings: list[Notice] = []
+    for result in results:
+        warnings += [w for w in result.warnings if w not in warnings]
+    return SearchResult(
+        query=query,
+        mode="search",
+        hits=tuple(hits),
+        total=sum(r.total for r in results),
+        limit=limit,
+        warnings=tuple(warnings),
+        took_ms=(time.perf_counter() - started) * 1000,
+        collections=tuple(name for r in results for name in r.collections),
+    )

@@ -1,0 +1,127 @@
+"""Vector search of one or more texts against the configured embedding model's vectors.
+
+What `vsearch` runs for its query and `query` for the query and its vec/hyde lines: the texts are
+embedded in one batch, then each is searched per collection (search/vector.py), all in one read
+snapshot so that vectors, chunks and counts agree while an `embed` commits.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import NoVectors
+from ..types import Collection, Notice, SearchResult
+
+if TYPE_CHECKING:
+    from ..config import settings
+    from .vector_cache import VectorCache
+
+
+@dataclass(frozen=True)
+class VectorRequest:
+    limit: int | None
+    min_score: float
+    full: bool = False
+    snippets: bool = True
+    verbose: bool = False
+
+
+@dataclass(frozen=True)
+class VectorResults:
+    results: list[SearchResult]  # per text, in order
+    unknown_shares: list[float]  # per text: the share of its tokens the embedder does not know
+    embed_seconds: float
+
+
+def search_texts(
+    conn: Any,
+    texts: Sequence[str],
+    request: VectorRequest,
+    *,
+    config_path: Path,
+    config: settings.Config,
+    chosen: Sequence[Collection],
+    warnings: Sequence[Notice],
+    cache: VectorCache,
+    started: float,
+) -> VectorResults:
+    """Raises NoVectors when none of ``chosen`` has vectors of the model, ModelMissing when the
+    model is not on this machine."""
+    from ..index.chunks import params_for
+    from ..index.embed import model_identity, pack
+    from ..models.embedding import embed_model, load_embedder, prompt_format
+    from ..models.threads import resolve_threads
+    from ..store import vectors as vec
+    from .vector import VectorQuery, vsearch
+
+    ref = embed_model(config_path)
+    prompt = prompt_format(ref.local_path, config_path)
+    vec.load_extension(conn)
+    conn.execute("BEGIN")
+    identity = model_identity(conn, str(ref.local_path), prompt)
+    pairs = [(c, params_for(c).fingerprint()) for c in chosen]
+    counts = [
+        cache.memo(
+            ("counts", c.name, p, identity.fingerprint),
+            lambda c=c, p=p: vec.collection_vector_counts(conn, c.name, p, identity.fingerprint),
+        )
+        for c, p in pairs
+    ]
+    notices = [*warnings, *vector_warnings(chosen, counts)]
+    if not any(embedded for embedded, _, _ in counts):
+        other = sum(stale for _, _, stale in counts)
+        why = f" ({other} chunks have vectors from another model)" if other else ""
+        names = ", ".join(c.name for c in chosen) or "any collection"
+        raise NoVectors(
+            f"no vectors for the embedding model {ref.reference} in {names}{why}",
+            hint="run `tansaku embed`" + (" (add -c NAME for one collection)" if len(chosen) > 1 else ""),
+        )
+    embedder = load_embedder(
+        ref.local_path, threads=resolve_threads(config_path).query, verbose=request.verbose
+    )
+    embedding_started = time.perf_counter()
+    vectors = embedder.embed([prompt.query(text) for text in texts])
+    embed_seconds = time.perf_counter() - embedding_started
+    results = []
+    for text, vector in zip(texts, vectors, strict=True):
+        query = VectorQuery(
+            text,
+            pack(vector),
+            identity.fingerprint,
+            embedder.dims,
+            request.limit,
+            request.min_score,
+            request.full,
+            request.snippets,
+        )
+        results.append(vsearch(conn, query, pairs, config.contexts, notices, started, cache))
+    return VectorResults(results, [embedder.unknown_share(text) for text in texts], embed_seconds)
+
+
+def vector_warnings(chosen: Sequence[Collection], counts: Sequence[tuple[int, int, int]]) -> list[Notice]:
+    notices: list[Notice] = []
+    stale = sum(s for _, _, s in counts)
+    if stale:
+        notices.append(
+            Notice(
+                "STALE_VECTORS",
+                f"{stale} chunks have vectors from another embedding model only; `tansaku embed` redoes them",
+            )
+        )
+    pending = [
+        (c.name, total - embedded)
+        for c, (embedded, total, _) in zip(chosen, counts, strict=True)
+        if total > embedded
+    ]
+    if pending:
+        listed = ", ".join(f"{name} ({n})" for name, n in pending)
+        notices.append(
+            Notice(
+                "PENDING_VECTORS", f"chunks without vectors are not searched: {listed}; run `tansaku embed`"
+            )
+        )
+    return notices

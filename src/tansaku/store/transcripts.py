@@ -1,0 +1,479 @@
+"""SQL for agent transcripts: sessions (documents with facts and append state), runs and turns.
+
+A session is a row of ``documents`` (its text is the turns' texts) plus a row here; each turn is a
+row of ``transcript_turns`` pointing at its slice of the session text, and a row of the
+contentless ``turns_fts`` (deleted by replaying ``fts_text``, else the slice). Callers pass text
+already segmented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import documents as doc_store
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    doc_id: int
+    path: str
+    hash: str
+    size: int
+    mtime_ns: int
+    session_id: str
+    source_format: str
+    project: str | None
+    title: str | None
+    parent_session_id: str | None
+    first_timestamp: str | None
+    last_timestamp: str | None
+    run_count: int
+    turn_count: int
+    end_offset: int
+    line_count: int
+    prefix_sha: str
+    state: str  # ParseState as JSON
+    redacted: int
+    collection: str
+    doc_title: str
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    seq: int
+    turn_id: str
+    role: str
+    kind: str
+    tool_name: str | None
+    line: int
+    timestamp: str | None
+    epoch: float | None
+    run_index: int
+    start_char: int
+    end_char: int
+    start_line: int
+    end_line: int
+    fts_text: str  # what turns_fts is given (the text, CJK-segmented)
+    text: str  # the text itself (stored once, in the session text)
+
+
+@dataclass(frozen=True)
+class SessionFacts:
+    session_id: str
+    source_format: str
+    project: str | None
+    title: str | None
+    parent_session_id: str | None
+    first_timestamp: str | None
+    last_timestamp: str | None
+    run_count: int
+    turn_count: int
+    end_offset: int
+    line_count: int
+    prefix_sha: str
+    state: str
+    redacted: int
+
+
+_SESSION_COLUMNS = (
+    "d.id AS doc_id, d.path, d.hash, d.size, d.mtime_ns, s.session_id, s.source_format, s.project, s.title,"
+    " s.parent_session_id, s.first_timestamp, s.last_timestamp, s.run_count, s.turn_count, s.end_offset,"
+    " s.line_count, s.prefix_sha, s.state, s.redacted, d.collection, d.title AS doc_title"
+)
+
+
+def _session(row: Any) -> StoredSession:
+    return StoredSession(**{key: row[key] for key in row.keys()})  # noqa: SIM118 (sqlite3.Row)
+
+
+def sessions_in(conn: Any, collection: str) -> dict[str, StoredSession]:
+    """Source path -> session, for one collection."""
+    rows = conn.execute(
+        f"SELECT {_SESSION_COLUMNS} FROM transcript_sessions AS s JOIN documents AS d ON d.id = s.doc_id"
+        " WHERE d.collection = ?",
+        (collection,),
+    )
+    return {row["path"]: _session(row) for row in rows}
+
+
+def session_by_id(conn: Any, collections: Sequence[str], session_id: str) -> list[StoredSession]:
+    """Sessions whose id is (or, failing that, starts with) ``session_id``."""
+    marks = ",".join("?" * len(collections))
+    base = (
+        f"SELECT {_SESSION_COLUMNS} FROM transcript_sessions AS s"
+        f" JOIN documents AS d ON d.id = s.doc_id WHERE d.collection IN ({marks})"
+    )
+    rows = conn.execute(base + " AND s.session_id = ?", (*collections, session_id)).fetchall()
+    if not rows:
+        rows = conn.execute(
+            base + " AND (s.session_id >= ? AND s.session_id < ?) ORDER BY s.session_id LIMIT 20",
+            (*collections, session_id, session_id + "\uffff"),
+        ).fetchall()
+    return [_session(row) for row in rows]
+
+
+def session_at(conn: Any, collection: str, path: str) -> StoredSession | None:
+    row = conn.execute(
+        f"SELECT {_SESSION_COLUMNS} FROM transcript_sessions AS s JOIN documents AS d ON d.id = s.doc_id"
+        " WHERE d.collection = ? AND d.path = ?",
+        (collection, path),
+    ).fetchone()
+    return _session(row) if row else None
+
+
+def put_session(conn: Any, doc_id: int, facts: SessionFacts) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO transcript_sessions (doc_id, session_id, source_format, project, title,"
+        " parent_session_id, first_timestamp, last_timestamp, run_count, turn_count, end_offset, line_count,"
+        " prefix_sha, state, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            doc_id,
+            facts.session_id,
+            facts.source_format,
+            facts.project,
+            facts.title,
+            facts.parent_session_id,
+            facts.first_timestamp,
+            facts.last_timestamp,
+            facts.run_count,
+            facts.turn_count,
+            facts.end_offset,
+            facts.line_count,
+            facts.prefix_sha,
+            facts.state,
+            facts.redacted,
+        ),
+    )
+
+
+def set_read_position(
+    conn: Any,
+    doc_id: int,
+    size: int,
+    mtime_ns: int,
+    end_offset: int,
+    line_count: int,
+    prefix_sha: str,
+    state: str,
+) -> None:
+    """Nothing new to index (a truncated line, blank lines): remember where reading stopped."""
+    conn.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id))
+    conn.execute(
+        "UPDATE transcript_sessions SET end_offset = ?, line_count = ?, prefix_sha = ?, state = ?"
+        " WHERE doc_id = ?",
+        (end_offset, line_count, prefix_sha, state, doc_id),
+    )
+
+
+def put_runs(conn: Any, doc_id: int, runs: Iterable[tuple[int, str, int, str | None]]) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO transcript_runs (doc_id, run_index, prompt, line, timestamp)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [(doc_id, *run) for run in runs],
+    )
+
+
+def put_turns(conn: Any, doc_id: int, turns: Sequence[TurnRow]) -> None:
+    for turn in turns:
+        cursor = conn.execute(
+            "INSERT INTO transcript_turns (doc_id, seq, turn_id, role, kind, tool_name, line, timestamp,"
+            " epoch, run_index, start_char, end_char, start_line, end_line, fts_text)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                doc_id,
+                turn.seq,
+                turn.turn_id,
+                turn.role,
+                turn.kind,
+                turn.tool_name,
+                turn.line,
+                turn.timestamp,
+                turn.epoch,
+                turn.run_index,
+                turn.start_char,
+                turn.end_char,
+                turn.start_line,
+                turn.end_line,
+                None if turn.fts_text == turn.text else turn.fts_text,
+            ),
+        )
+        conn.execute("INSERT INTO turns_fts (rowid, text) VALUES (?, ?)", (cursor.lastrowid, turn.fts_text))
+
+
+def delete_session(conn: Any, doc_id: int) -> None:
+    """The session's turns, runs and facts; then its document row (documents.delete_document)."""
+    rows = conn.execute(
+        "SELECT t.id, coalesce(t.fts_text, substr(c.body, t.start_char + 1, t.end_char - t.start_char))"
+        " FROM transcript_turns AS t JOIN documents AS d ON d.id = t.doc_id"
+        " JOIN content AS c ON c.hash = d.hash WHERE t.doc_id = ?",
+        (doc_id,),
+    ).fetchall()
+    conn.executemany(
+        "INSERT INTO turns_fts (turns_fts, rowid, text) VALUES ('delete', ?, ?)", [(r[0], r[1]) for r in rows]
+    )
+    conn.execute("DELETE FROM transcript_turns WHERE doc_id = ?", (doc_id,))
+    conn.execute("DELETE FROM transcript_runs WHERE doc_id = ?", (doc_id,))
+    conn.execute("DELETE FROM transcript_sessions WHERE doc_id = ?", (doc_id,))
+    doc_store.delete_document(conn, doc_id)
+
+
+def delete_collection_sessions(conn: Any, collection: str) -> int:
+    ids = [
+        row[0]
+        for row in conn.execute(
+            "SELECT s.doc_id FROM transcript_sessions AS s JOIN documents AS d ON d.id = s.doc_id"
+            " WHERE d.collection = ?",
+            (collection,),
+        )
+    ]
+    for doc_id in ids:
+        delete_session(conn, doc_id)
+    return len(ids)
+
+
+def replace_text(
+    conn: Any,
+    doc_id: int,
+    *,
+    new_hash: str,
+    title: str,
+    size: int,
+    mtime_ns: int,
+    line_count: int,
+    indexed_at: str,
+    fts: doc_store.FtsText,
+    text: str,
+) -> None:
+    """The session grew: its document row keeps its id and takes the longer text."""
+    doc_store._fts_delete(conn, doc_id)
+    conn.execute(
+        "UPDATE documents SET hash = ?, title = ?, size = ?, mtime_ns = ?, line_count = ?, indexed_at = ?,"
+        " fts_title = ?, fts_body = ? WHERE id = ?",
+        (
+            new_hash,
+            title,
+            size,
+            mtime_ns,
+            line_count,
+            indexed_at,
+            fts.title,
+            None if fts.body == text else fts.body,
+            doc_id,
+        ),
+    )
+    doc_store._fts_insert(conn, doc_id, fts)
+
+
+# chunk_vectors is keyed by (fingerprint, hash, ...): naming the models lets a look-up by hash use it.
+_BY_MODEL = "fingerprint IN (SELECT fingerprint FROM embed_models)"
+
+
+def copy_vectors(conn: Any, old_hash: str, new_hash: str, params: str) -> None:
+    """Vectors of the chunks a grown session keeps (same seq, same text) follow it to its new text."""
+    conn.execute(
+        "INSERT OR IGNORE INTO chunk_vectors (fingerprint, hash, chunk_params, seq, window, embedding_id,"
+        " start_line, end_line) SELECT fingerprint, ?, chunk_params, seq, window, embedding_id,"
+        f" start_line, end_line FROM chunk_vectors WHERE {_BY_MODEL} AND hash = ? AND chunk_params = ?",
+        (new_hash, old_hash, params),
+    )
+
+
+def drop_texts(conn: Any, hashes: Iterable[str]) -> None:
+    """Texts a grown session replaced, with their chunks, unless another document still has them
+    (a targeted prune: the generic one scans every chunk of the index)."""
+    for content_hash in set(hashes):
+        if conn.execute("SELECT 1 FROM documents WHERE hash = ? LIMIT 1", (content_hash,)).fetchone():
+            continue
+        conn.execute("DELETE FROM content WHERE hash = ?", (content_hash,))
+        conn.execute("DELETE FROM chunks WHERE hash = ?", (content_hash,))
+        conn.execute("DELETE FROM chunk_runs WHERE hash = ?", (content_hash,))
+        conn.execute(f"DELETE FROM chunk_vectors WHERE {_BY_MODEL} AND hash = ?", (content_hash,))
+
+
+def move_session(
+    conn: Any, doc_id: int, new_path: str, fts_path: str, size: int, mtime_ns: int, indexed_at: str
+) -> None:
+    doc_store.move_document(conn, doc_id, new_path, fts_path, size, mtime_ns, indexed_at)
+
+
+def last_turn_seq(conn: Any, doc_id: int) -> int:
+    row = conn.execute("SELECT max(seq) FROM transcript_turns WHERE doc_id = ?", (doc_id,)).fetchone()
+    return -1 if row[0] is None else int(row[0])
+
+
+# --- search ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnFilter:
+    collections: tuple[str, ...]
+    roles: tuple[str, ...] = ()
+    since: float | None = None  # epoch seconds, inclusive
+    until: float | None = None  # epoch seconds, exclusive
+    project: str | None = None  # the working directory contains this
+
+
+def _where(filters: TurnFilter) -> tuple[str, list[Any]]:
+    marks = ",".join("?" * len(filters.collections))
+    scope = (
+        "t.doc_id IN (SELECT s.doc_id FROM transcript_sessions AS s JOIN documents AS d ON d.id = s.doc_id"
+        f" WHERE d.collection IN ({marks})"
+    )
+    params: list[Any] = list(filters.collections)
+    if filters.project:
+        scope += " AND instr(coalesce(s.project, ''), ?) > 0"
+        params.append(filters.project)
+    clauses = [scope + ")"]
+    if filters.roles:
+        clauses.append(f"t.role IN ({','.join('?' * len(filters.roles))})")
+        params.extend(filters.roles)
+    if filters.since is not None:
+        clauses.append("t.epoch >= ?")
+        params.append(filters.since)
+    if filters.until is not None:
+        clauses.append("t.epoch < ?")
+        params.append(filters.until)
+    return " AND ".join(clauses), params
+
+
+# The expression that groups turns into the unit of each level.
+LEVEL_KEYS = {
+    "turn": "t.id",
+    "run": "t.doc_id || ':' || t.run_index",
+    "session": "t.doc_id",
+    "project": "(SELECT coalesce(p.project, '') FROM transcript_sessions AS p WHERE p.doc_id = t.doc_id)",
+}
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    turn_id: int  # transcript_turns.id of the best turn
+    bm25: float  # its raw bm25 (negative: lower is better)
+    matches: int
+    first_epoch: float | None
+    last_epoch: float | None
+    sessions: int
+
+
+def search_groups(
+    conn: Any, expression: str, filters: TurnFilter, level: str, limit: int | None
+) -> tuple[list[GroupRow], int]:
+    """The best turn of each unit of ``level`` that matches, best first, and how many units match."""
+    where, params = _where(filters)
+    key = LEVEL_KEYS[level]
+    matched = (
+        "SELECT t.id AS id, t.doc_id AS doc_id, t.epoch AS epoch, bm25(turns_fts) AS score, "
+        f"{key} AS unit FROM turns_fts JOIN transcript_turns AS t ON t.id = turns_fts.rowid"
+        f" WHERE turns_fts MATCH ? AND {where}"
+    )
+    sql = (
+        f"WITH m AS MATERIALIZED ({matched}) SELECT id, min(score) AS best, count(*) AS n, min(epoch),"
+        " max(epoch), count(DISTINCT doc_id), count(*) OVER () AS units FROM m GROUP BY unit"
+        " ORDER BY best, id"
+    )
+    args: list[Any] = [expression, *params]
+    if limit is not None:
+        sql += " LIMIT ?"
+        args.append(limit)
+    rows = conn.execute(sql, args).fetchall()
+    total = int(rows[0][6]) if rows else 0
+    return [GroupRow(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows], total
+
+
+@dataclass(frozen=True)
+class TurnView:
+    id: int
+    doc_id: int
+    collection: str
+    path: str
+    hash: str
+    size: int
+    mtime_ns: int
+    doc_title: str
+    seq: int
+    turn_id: str
+    role: str
+    kind: str
+    tool_name: str | None
+    line: int
+    timestamp: str | None
+    run_index: int
+    run_prompt: str | None
+    start_line: int
+    end_line: int
+    text: str
+    session_id: str
+    project: str | None
+    session_title: str | None
+    source_format: str
+    parent_session_id: str | None
+    first_timestamp: str | None
+    last_timestamp: str | None
+
+
+_TURN_VIEW = (
+    "SELECT t.id, t.doc_id, d.collection, d.path, d.hash, d.size, d.mtime_ns, d.title AS doc_title, t.seq,"
+    " t.turn_id, t.role, t.kind, t.tool_name, t.line, t.timestamp, t.run_index, r.prompt AS run_prompt,"
+    " t.start_line, t.end_line, substr(c.body, t.start_char + 1, t.end_char - t.start_char) AS text,"
+    " s.session_id, s.project, s.title AS session_title, s.source_format, s.parent_session_id,"
+    " s.first_timestamp, s.last_timestamp"
+    " FROM transcript_turns AS t JOIN documents AS d ON d.id = t.doc_id JOIN content AS c ON c.hash = d.hash"
+    " JOIN transcript_sessions AS s ON s.doc_id = t.doc_id"
+    " LEFT JOIN transcript_runs AS r ON r.doc_id = t.doc_id AND r.run_index = t.run_index"
+)
+
+
+def _view(row: Any) -> TurnView:
+    return TurnView(*row)
+
+
+def turns_by_ids(conn: Any, ids: Sequence[int]) -> dict[int, TurnView]:
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"{_TURN_VIEW} WHERE t.id IN ({marks})", list(ids))
+    return {row[0]: _view(row) for row in rows}
+
+
+def session_turns(
+    conn: Any, doc_id: int, *, from_line: int = 1, run: int | None = None, limit: int | None = None
+) -> list[TurnView]:
+    sql = f"{_TURN_VIEW} WHERE t.doc_id = ? AND t.line >= ?"
+    args: list[Any] = [doc_id, from_line]
+    if run is not None:
+        sql += " AND t.run_index = ?"
+        args.append(run)
+    sql += " ORDER BY t.seq"
+    if limit is not None:
+        sql += " LIMIT ?"
+        args.append(limit)
+    return [_view(row) for row in conn.execute(sql, args)]
+
+
+def session_turn_count(conn: Any, doc_id: int) -> int:
+    return int(
+        conn.execute("SELECT count(*) FROM transcript_turns WHERE doc_id = ?", (doc_id,)).fetchone()[0]
+    )
+
+
+def run_prompts(conn: Any, doc_id: int, indexes: Iterable[int]) -> dict[int, str]:
+    wanted = sorted(set(indexes))
+    if not wanted:
+        return {}
+    marks = ",".join("?" * len(wanted))
+    rows = conn.execute(
+        f"SELECT run_index, prompt FROM transcript_runs WHERE doc_id = ? AND run_index IN ({marks})",
+        (doc_id, *wanted),
+    )
+    return {row[0]: row[1] for row in rows}
+
+
+def redaction_total(conn: Any, collection: str) -> int:
+    row = conn.execute(
+        "SELECT coalesce(sum(s.redacted), 0) FROM transcript_sessions AS s"
+        " JOIN documents AS d ON d.id = s.doc_id WHERE d.collection = ?",
+        (collection,),
+    ).fetchone()
+    return int(row[0])
