@@ -142,6 +142,15 @@ def main() -> None:
         help="with --embed-model: embed only these corpora (repeatable; default all); the others report"
         " vsearch as unavailable",
     )
+    parser.add_argument("--generate-model", metavar="GGUF", help="the query expansion model for `query`")
+    parser.add_argument("--rerank-model", metavar="GGUF", help="the rerank model for `query`")
+    parser.add_argument(
+        "--rerank-budget",
+        type=float,
+        metavar="SECONDS",
+        help="`query`'s rerank budget (TANSAKU_RERANK_BUDGET); a large one makes the figures independent"
+        " of the machine's speed",
+    )
     parser.add_argument("sets", nargs="*", help="query sets to run (default: every evals/sets/*.jsonl)")
     args = parser.parse_args()
     env = {
@@ -157,6 +166,15 @@ def main() -> None:
     tansaku("update", env=env)
     if args.embed_model:
         env["TANSAKU_EMBED_MODEL"] = str(Path(args.embed_model).resolve())
+    # Without these `query` runs without expansion and reranking and says so (MODEL_MISSING), which
+    # is then what its rows measure.
+    for role, given in (("GENERATE", args.generate_model), ("RERANK", args.rerank_model)):
+        if given:
+            env[f"TANSAKU_{role}_MODEL"] = str(Path(given).resolve())
+        else:
+            env[f"TANSAKU_{role}_MODEL"] = str(CACHE / f"no-{role.lower()}-model.gguf")
+    if args.rerank_budget is not None:
+        env["TANSAKU_RERANK_BUDGET"] = str(args.rerank_budget)
     for name in sorted({corpus_of(p) for p in set_paths}):
         ensure_collection(name, env)
         if args.embed_model and (not args.embed_corpus or name in args.embed_corpus):
@@ -168,6 +186,11 @@ def main() -> None:
     if args.embed_model:
         command += f" --embed-model {Path(args.embed_model).name}"
         command += "".join(f" --embed-corpus {name}" for name in args.embed_corpus)
+    for flag, given in (("--generate-model", args.generate_model), ("--rerank-model", args.rerank_model)):
+        if given:
+            command += f" {flag} {Path(given).name}"
+    if args.rerank_budget is not None:
+        command += f" --rerank-budget {args.rerank_budget:g}"
     (HERE / "RESULTS.md").write_text(markdown(reports, command), encoding="utf-8")
     print(f"wrote {HERE / 'RESULTS.md'} ({len(reports)} sets)")
 

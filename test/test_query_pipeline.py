@@ -67,9 +67,10 @@ def result(*hits: Hit, query: str = "q") -> SearchResult:
     return SearchResult(query=query, mode="search", hits=tuple(hits), total=len(hits), limit=40)
 
 
-def test_strong_probe_needs_a_high_and_clear_top_score() -> None:
-    assert strong_probe(result(hit("a", 0.9), hit("b", 0.7)))
-    assert not strong_probe(result(hit("a", 0.9), hit("b", 0.8)))  # gap 0.1
+def test_strong_probe_needs_a_high_top_score_and_the_next_at_most_half_in_raw_bm25() -> None:
+    assert strong_probe(result(hit("a", 0.9), hit("b", 0.8)))  # raw 9 against 4
+    assert not strong_probe(result(hit("a", 0.9), hit("b", 0.85)))  # raw 9 against 5.7
+    assert strong_probe(result(hit("a", 0.96), hit("b", 0.91)))  # raw 24 against 10.1
     assert not strong_probe(result(hit("a", 0.8)))
     assert strong_probe(result(hit("a", 0.86)))
     assert not strong_probe(result())
@@ -317,3 +318,51 @@ def test_the_cli_default_budget_matches_the_pipeline() -> None:
     from tansaku.hybrid.steps import DEFAULT_RERANK_BUDGET
 
     assert cli_default == DEFAULT_RERANK_BUDGET
+
+
+@pytest.fixture
+def cross_encoder(model: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """MiniLM embeds; the tests' MiniLM cross-encoder (rank pooling) reranks; no generate model."""
+    from .models_fixture import cross_encoder_gguf
+
+    path = cross_encoder_gguf()
+    monkeypatch.setenv("TANSAKU_RERANK_MODEL", str(path))
+    return path
+
+
+@requires_minilm
+@pytest.mark.usefixtures("indexed")
+def test_a_cross_encoder_reranks_and_skips_a_query_it_cannot_read(cli, cross_encoder: Path) -> None:
+    assert cli("embed").exit_code == 0
+    english = cli("query", "restore", "snapshots", "--json", "--explain", "--rerank-budget", "30").json()
+    assert english["used"] == "hybrid"
+    assert all(e["rerank"] is not None for e in english["explain"]["hits"])
+    assert "RERANK_PARTIAL" not in [w["code"] for w in english["warnings"]]
+    # The English vocabulary reads 压缩 as unknown tokens: no reranking, the fused order stands.
+    chinese = cli("query", "压缩", "--json", "--explain").json()
+    fused = cli("query", "压缩", "--json", "--no-rerank").json()
+    skipped = [w["message"] for w in chinese["warnings"] if w["code"] == "RERANK_SKIPPED"]
+    assert skipped and "cannot read this query" in skipped[0]
+    assert [h["path"] for h in chinese["results"]] == [h["path"] for h in fused["results"]]
+
+
+def test_the_rerank_budget_is_the_flag_then_the_environment_then_the_default(monkeypatch) -> None:
+    from tansaku.hybrid.steps import DEFAULT_RERANK_BUDGET, rerank_budget
+
+    monkeypatch.delenv("TANSAKU_RERANK_BUDGET", raising=False)
+    assert rerank_budget(None) == DEFAULT_RERANK_BUDGET
+    monkeypatch.setenv("TANSAKU_RERANK_BUDGET", "7.5")
+    assert rerank_budget(None) == 7.5 and rerank_budget(1.0) == 1.0
+    monkeypatch.setenv("TANSAKU_RERANK_BUDGET", "soon")
+    assert rerank_budget(None) == DEFAULT_RERANK_BUDGET
+
+
+def test_chunks_are_ranked_by_a_cheap_presence_count_that_bounds_the_exact_one() -> None:
+    from tansaku.hybrid.passages import presence_scorer
+
+    cheap = presence_scorer(["read file", "lines", "迭代"], ["python"])
+    assert cheap("How to READ a whole FILE, line by line (lines)") == 2
+    assert cheap("迭代器 in Python") == pytest.approx(1.3)
+    exact = passage_scorer(["read file", "lines"], [])
+    for text in ["read the file", "file read lines", "nothing here"]:
+        assert cheap(text) >= exact(text)

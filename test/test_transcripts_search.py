@@ -158,7 +158,8 @@ def test_session_read_returns_messages_in_file_order(cli: Cli, agents: Path):
 
 def test_session_read_bounds(cli: Cli, agents: Path):
     first = ok(cli("session", "read", MAIN_ID, "--limit", "3", "--json"))
-    assert len(first["messages"]) == 3 and first["truncated"] is True
+    # At most 3, ending before a source line whose blocks would not all fit (line 6 holds three).
+    assert [m["line"] for m in first["messages"]] == [5] and first["truncated"] is True
     rest = ok(cli("session", "read", MAIN_ID, "--from-line", str(first["next_line"]), "--json"))
     assert rest["messages"][0]["line"] == first["next_line"]
     assert (

@@ -335,6 +335,28 @@ def test_a_new_chunker_version_reuses_every_unchanged_vector(cli, model, monkeyp
 
 
 @pytest.mark.usefixtures("indexed")
+def test_a_new_embedded_text_version_makes_vectors_stale_then_replaces_them(
+    cli, model, monkeypatch, index_path
+):
+    first = embed(cli)["collections"][0]
+    import tansaku.index.embed as embed_module
+
+    monkeypatch.setattr(embed_module, "EMBEDDED_TEXT_VERSION", embed_module.EMBEDDED_TEXT_VERSION + 1)
+    status = cli("status", "--json").json()["collections"][0]
+    assert status["vectors"] == 0 and status["stale_vectors"] == first["embedded"], status
+    assert embed(cli)["collections"][0]["embedded"] == first["embedded"]
+    status = cli("status", "--json").json()["collections"][0]
+    assert status["vectors"] == first["embedded"] and status["stale_vectors"] == 0, status
+    # The older version's vectors are gone from the index, not only from the counts.
+    conn = sqlean.connect(str(index_path))
+    fingerprints = {row[0] for row in conn.execute("SELECT DISTINCT fingerprint FROM embeddings")}
+    conn.close()
+    assert len(fingerprints) == 1, fingerprints
+    search = cli("vsearch", "restore a file", "--json").json()
+    assert search["results"] and "STALE_VECTORS" not in [w["code"] for w in search["warnings"]]
+
+
+@pytest.mark.usefixtures("indexed")
 def test_the_window_can_be_set_and_a_bad_setting_is_an_error(cli, model, monkeypatch):
     monkeypatch.setenv("TANSAKU_EMBED_WINDOW", "100")
     assert cli("embed").exit_code == 0

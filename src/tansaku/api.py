@@ -235,6 +235,19 @@ class Tansaku:
                 settings.save(self.config_path, config)
         return self._update(config, chosen, dry_run=dry_run, run_hooks=True, progress=progress)
 
+    def watch(self, names: Sequence[str] = (), *, on_update: Any, stop: Any = None) -> int:
+        """`update --watch` (index/watch.py): update, then update again the collections whose files
+        change, until Ctrl-C or ``stop`` (a threading.Event); each report goes to ``on_update``."""
+        from .index.watch import watch
+
+        config = self.config()
+        chosen = [self._collection(config, n) for n in dict.fromkeys(names)] or config.collection_list()
+
+        def update(which: Sequence[str], hooks: bool) -> UpdateReport:
+            return self._update(self.config(), which, dry_run=False, run_hooks=hooks, progress=None)
+
+        return watch(chosen, update, on_update, stop=stop)
+
     def set_chunk_strategy(self, name: str, strategy: str) -> Collection:
         config = self.config()
         updated = replace(self._collection(config, name), chunk_strategy=strategy)
@@ -392,7 +405,9 @@ class Tansaku:
         full: bool,
         snippets: bool,
         verbose: bool = False,
+        levels: Any = None,
     ) -> Any:
+        """``levels``: a search.transcripts.TurnQuery, for `vsearch --level` (see vsearch_levels)."""
         from .search.vector_texts import VectorRequest, search_texts
 
         started = time.perf_counter()
@@ -404,7 +419,7 @@ class Tansaku:
             return search_texts(
                 conn,
                 texts,
-                VectorRequest(limit, min_score, full, snippets, verbose),
+                VectorRequest(limit, min_score, full, snippets, verbose, levels),
                 config_path=self.config_path,
                 config=config,
                 chosen=chosen,
@@ -492,7 +507,12 @@ class Tansaku:
         from_line: int | None = None,
         max_lines: int | None = None,
         max_bytes: int | None = None,
-    ) -> DocumentSlice:
+        raw: bool = False,
+        context: int | None = None,
+    ) -> DocumentSlice | Any:
+        """A document's lines. A transcript session with a line (``SESSION.jsonl:LINE``, the
+        source line a search hit names) is shown as the turns there with ``context`` turns around
+        them, at most ``max_lines`` messages: a SessionRead (retrieve/sessions.py)."""
         from .retrieve.get import DEFAULT_GET_MAX_BYTES, LineRange, resolve, slice_document, split_range
 
         config = self.config()
@@ -504,6 +524,10 @@ class Tansaku:
         )
         with self._reader() as conn:
             doc = resolve(conn, base, config.collections)
+            if config.collections[doc.collection].type != "files" and (from_line or suffix_from):
+                from .retrieve.sessions import turn_window
+
+                return turn_window(conn, doc, config.collections, bounds, context=context, raw=raw)
             return slice_document(conn, doc, config.collections, config.contexts, bounds)
 
     def multi_get(
@@ -674,6 +698,32 @@ class Tansaku:
             min_score=min_score,
             full=full,
         )
+
+    def vsearch_levels(
+        self,
+        query: str,
+        *,
+        collections: Sequence[str] = (),
+        level: str | None = None,
+        roles: Sequence[str] = (),
+        since: str | None = None,
+        until: str | None = None,
+        project: str | None = None,
+        limit: int | None = 5,
+        min_score: float = 0.3,
+        full: bool = False,
+        verbose: bool = False,
+    ) -> SearchResult:
+        """`vsearch` with transcript levels and filters, as :meth:`search_levels` for `search`."""
+        from .search import transcripts as turns
+
+        if turns.files_only(self.config(), collections) or not query.strip():
+            return self.vsearch(
+                query, collections=collections, limit=limit, min_score=min_score, full=full, verbose=verbose
+            )
+        request = turns.turn_query(query, level, roles, since, until, project, limit, min_score, full)
+        found = self.vector_search_texts([query], collections, limit, min_score, full, True, verbose, request)
+        return found.results[0]  # type: ignore[no-any-return]
 
     def read_session(
         self,

@@ -228,6 +228,8 @@ class SessionRead:
     max_bytes: int
     raw: bool  # text read from the source file, unredacted
     warnings: tuple[Notice, ...] = ()
+    # `get SESSION.jsonl:LINE`: the source line of the turns shown with context around them.
+    focus_line: int | None = None
 
 
 @_deferred(frozen=True)

@@ -26,6 +26,12 @@ def register(commands: Any) -> None:
         "--dry-run", action="store_true", help="show what would change and which hooks would run"
     )
     update.add_argument(
+        "--watch",
+        action="store_true",
+        help="stay in the foreground and update again whenever files of the collections change"
+        " (Ctrl-C stops; needs the watch extra)",
+    )
+    update.add_argument(
         "--chunk-strategy",
         choices=("regex", "auto"),
         help="chunk with this strategy from now on (saved as the updated collections' setting)",
@@ -57,6 +63,8 @@ def _common(parser: argparse.ArgumentParser, handler: Any) -> None:
 
 
 def _update(args: argparse.Namespace, out: Output) -> int:
+    if args.watch:
+        return _watch(args, out)
     progress = DelayedProgress(enabled=sys.stdout.isatty() and out.fmt == "cli")
     try:
         report = api_for(args).update(
@@ -66,6 +74,34 @@ def _update(args: argparse.Namespace, out: Output) -> int:
         progress.close()
     out.render(report)
     return 0 if report.ok else 4
+
+
+def _watch(args: argparse.Namespace, out: Output) -> int:
+    from ..errors import UsageError
+
+    if args.dry_run or args.chunk_strategy:
+        raise UsageError("--watch takes neither --dry-run nor --chunk-strategy")
+    api = api_for(args)
+    if out.fmt == "cli":
+        out.stderr.write("watching for changes; Ctrl-C stops\n")
+        out.stderr.flush()
+    runs = api.watch(args.collections, on_update=lambda report: _emit(report, out))
+    if out.fmt == "cli":
+        out.stderr.write(f"stopped watching after {runs} update{'s' if runs != 1 else ''}\n")
+    return 0
+
+
+def _emit(report: Any, out: Output) -> None:
+    """One report per update; in JSON one object per line, so that a reader can follow the stream."""
+    if out.fmt != "json":
+        out.render(report)
+        return
+    import json
+
+    from ..render import render
+
+    out.stdout.write(json.dumps(json.loads(render(report, "json")), ensure_ascii=False) + "\n")
+    out.stdout.flush()
 
 
 def _status(args: argparse.Namespace, out: Output) -> int:

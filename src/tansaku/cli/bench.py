@@ -16,7 +16,20 @@ def register(commands: Any) -> None:
     )
     bench.add_argument("query_set", metavar="SET.jsonl", help="judged queries (see docs/evals.md)")
     bench.add_argument(
-        "-c", "--collection", metavar="NAME", help="collection to search (default: the set's corpus field)"
+        "-c",
+        "--collection",
+        action="append",
+        default=[],
+        dest="collections",
+        metavar="NAME",
+        help="collection to search (default: the set's corpus field); repeat it to search several,"
+        " whose judged paths are then written COLLECTION/PATH",
+    )
+    bench.add_argument(
+        "--level",
+        choices=("turn", "run", "session", "project"),
+        help="transcript collections: search and vsearch aggregate to this level, and a hit counts"
+        " when its session file is judged relevant",
     )
     bench.add_argument(
         "--mode",
@@ -36,9 +49,9 @@ def _bench(args: argparse.Namespace, out: Output) -> int:
     from ..eval.harness import MODES, default_collection, run_bench
 
     set_path = Path(args.query_set)
-    collection = args.collection or default_collection(set_path)
+    collection = ",".join(dict.fromkeys(args.collections)) or default_collection(set_path)
     modes = MODES if args.mode == "all" else (args.mode,)
-    report = run_bench(api_for(args), set_path, collection, modes)
+    report = run_bench(api_for(args), set_path, collection, modes, level=args.level)
     if args.record:
         from ..render.jsonfmt import to_data
 

@@ -14,14 +14,24 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from .. import __version__
-from . import admin, bench, collections, models, query, search, sessions, vectors
+from . import admin, bench, collections, models, query, search, serve, sessions, vectors
 from .common import CommandParser, Output, add_index_option
 
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
 # The registering modules, in the order their commands are listed by --help.
-_GROUPS: tuple[ModuleType, ...] = (collections, search, sessions, admin, vectors, query, models, bench)
+_GROUPS: tuple[ModuleType, ...] = (
+    collections,
+    search,
+    sessions,
+    admin,
+    vectors,
+    query,
+    models,
+    bench,
+    serve,
+)
 # Which module registers each command. Building all ~40 parsers costs ~13 ms, most of a search's
 # start-up, so a run registers only its own command's group (test_startup_cost checks that this
 # map names every command).
@@ -41,6 +51,7 @@ _COMMAND_GROUPS: dict[str, ModuleType] = {
     "query": query,
     "models": models,
     "bench": bench,
+    "mcp": serve,
 }
 
 

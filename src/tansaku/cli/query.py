@@ -11,7 +11,7 @@ from .search import add_result_options, positive_int, result_limit
 
 # Kept in step with hybrid/steps.py (a test checks), not imported: a plain `tansaku query` would
 # pay for importing it before parsing its arguments.
-DEFAULT_RERANK_BUDGET = 2.0
+DEFAULT_RERANK_BUDGET = 0.75
 
 # The defaults of `query --pack` (issue 10). Kept here rather than imported from hybrid/pack.py so
 # that a plain `tansaku query` does not pay for importing the pack logic.
@@ -63,7 +63,8 @@ def register(commands: Any) -> None:
         "--rerank-budget",
         type=_seconds,
         metavar="SECONDS",
-        help=f"time the reranker may take (default {DEFAULT_RERANK_BUDGET:g}); candidates it does not"
+        help=f"time the reranker may take (default {DEFAULT_RERANK_BUDGET:g}, or TANSAKU_RERANK_BUDGET);"
+        " candidates it does not"
         " reach keep their fused order, with RERANK_PARTIAL",
     )
     query.add_argument(
@@ -115,10 +116,17 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _query(args: argparse.Namespace, out: Output) -> int:
+    check_pack_options(
+        pack=args.pack,
+        limit=args.limit,
+        all=args.all,
+        full=args.full,
+        explain=args.explain,
+        max_items=args.max_items,
+        max_bytes=args.max_bytes,
+    )
     if args.pack:
         return _pack(args, out)
-    if args.max_items is not None or args.max_bytes is not None:
-        raise UsageError("--max-items and --max-bytes size a context pack", hint="add --pack")
     result = api_for(args).query(
         " ".join(args.query),
         collections=args.collections,
@@ -133,17 +141,26 @@ def _query(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
-def _pack(args: argparse.Namespace, out: Output) -> int:
+def check_pack_options(
+    *,
+    pack: bool,
+    limit: int | None,
+    all: bool,
+    full: bool,
+    explain: bool,
+    max_items: int | None,
+    max_bytes: int | None,
+) -> None:
+    """Refuse options that do not go with (or without) --pack; the servers use it too."""
+    if not pack:
+        if max_items is not None or max_bytes is not None:
+            raise UsageError("--max-items and --max-bytes size a context pack", hint="add --pack")
+        return
     # A pack is sized by its own budgets and always carries passages: the result-list options
     # would be silently ignored, so they are refused instead.
     clashing = [
         flag
-        for flag, given in (
-            ("-n", args.limit),
-            ("--all", args.all),
-            ("--full", args.full),
-            ("--explain", args.explain),
-        )
+        for flag, given in (("-n", limit), ("--all", all), ("--full", full), ("--explain", explain))
         if given
     ]
     if clashing:
@@ -151,6 +168,9 @@ def _pack(args: argparse.Namespace, out: Output) -> int:
             f"--pack does not take {', '.join(clashing)}",
             hint="size a pack with --max-items and --max-bytes",
         )
+
+
+def _pack(args: argparse.Namespace, out: Output) -> int:
     result = api_for(args).pack(
         " ".join(args.query),
         collections=args.collections,

@@ -124,6 +124,21 @@ def register(commands: Any) -> None:
         "--no-line-numbers", dest="line_numbers", action="store_false", help="raw text, no numbers"
     )
     get.add_argument("--full-path", action="store_true", help="show the disk path")
+    turns = get.add_argument_group(
+        "transcripts (a turn's path, SESSION.jsonl:LINE as search prints it: that turn, with context)"
+    )
+    turns.add_argument(
+        "-C",
+        "--context",
+        type=int,
+        metavar="K",
+        help="turns shown before and after it (default 3); -l caps the messages, --max-bytes their text",
+    )
+    turns.add_argument(
+        "--raw",
+        action="store_true",
+        help="the source file's own text, secrets included (read from disk again)",
+    )
     add_index_option(get)
     add_format_options(get)
     get.set_defaults(handler=_get)
@@ -194,7 +209,12 @@ def _search(args: argparse.Namespace, out: Output) -> int:
 
 def _get(args: argparse.Namespace, out: Output) -> int:
     result = api_for(args).get(
-        args.ref, from_line=args.from_line, max_lines=args.max_lines, max_bytes=args.max_bytes
+        args.ref,
+        from_line=args.from_line,
+        max_lines=args.max_lines,
+        max_bytes=args.max_bytes,
+        raw=args.raw,
+        context=args.context,
     )
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
     return 0

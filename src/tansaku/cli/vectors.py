@@ -14,7 +14,7 @@ from .common import (
     add_query_argument,
     api_for,
 )
-from .search import add_result_options, result_limit
+from .search import add_result_options, add_transcript_options, result_limit
 
 EXIT_INTERRUPTED = 130
 
@@ -46,6 +46,7 @@ def register(commands: Any) -> None:
         all_help="show every result above --min-score",
     )
     vsearch.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's own log lines")
+    add_transcript_options(vsearch)
     add_index_option(vsearch)
     add_format_options(vsearch)
     vsearch.set_defaults(handler=_vsearch)
@@ -66,9 +67,14 @@ def _embed(args: argparse.Namespace, out: Output) -> int:
 
 
 def _vsearch(args: argparse.Namespace, out: Output) -> int:
-    result = api_for(args).vsearch(
+    result = api_for(args).vsearch_levels(
         " ".join(args.query),
         collections=args.collections,
+        level=args.level,
+        roles=args.roles,
+        since=args.since,
+        until=args.until,
+        project=args.project,
         limit=result_limit(args, out),
         min_score=args.min_score,
         full=args.full,

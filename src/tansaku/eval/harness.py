@@ -71,40 +71,77 @@ def load_set(path: Path) -> list[JudgedQuery]:
     return queries
 
 
-# A mode runner returns the ranked paths (relative to the collection root) and warning codes.
+# A mode runner returns the ranked paths (relative to the collection root; COLLECTION/PATH when
+# several collections are searched) and warning codes.
 ModeRunner = Callable[[str, str, int], tuple[list[str], list[str]]]
+# Modes that take --level (transcript collections: search and vsearch aggregate to the level).
+LEVEL_MODES = ("search", "vsearch")
 
 
-def mode_runners(api: Any) -> dict[str, ModeRunner | None]:
-    """The modes this build can run; None marks a mode that is not available yet."""
+def mode_runners(api: Any, level: str | None = None) -> dict[str, ModeRunner | None]:
+    """The modes this build can run; None marks a mode that is not available yet.
+
+    ``collection`` may name several collections, comma-separated. ``level`` (turn, run, session,
+    project) is passed to search and vsearch, which apply it to transcript collections: a hit is
+    then ranked by its session file, so a relevant session counts wherever one of its turns hits."""
+
+    def names(collection: str) -> list[str]:
+        return collection.split(",")
+
+    def ranked(result: Any, collection: str) -> tuple[list[str], list[str]]:
+        several = "," in collection
+        paths = [f"{hit.collection}/{hit.path}" if several else hit.path for hit in result.hits]
+        return paths, [w.code for w in result.warnings]
 
     def keyword(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
-        result = api.search(query, collections=[collection], limit=k)
-        return [hit.path for hit in result.hits], [w.code for w in result.warnings]
+        if level is None:
+            return ranked(api.search(query, collections=names(collection), limit=k), collection)
+        return ranked(
+            api.search_levels(query, collections=names(collection), level=level, limit=k), collection
+        )
 
     def vector(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
         # min_score 0: rank metrics judge the order; the default floor would hide low hits.
-        result = api.vsearch(query, collections=[collection], limit=k, min_score=0.0)
-        return [hit.path for hit in result.hits], [w.code for w in result.warnings]
+        if level is None:
+            result = api.vsearch(query, collections=names(collection), limit=k, min_score=0.0)
+        else:
+            result = api.vsearch_levels(
+                query, collections=names(collection), level=level, limit=k, min_score=0.0
+            )
+        return ranked(result, collection)
 
     def hybrid(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
-        result = api.query(query, collections=[collection], limit=k)
-        return [hit.path for hit in result.hits], [w.code for w in result.warnings]
+        return ranked(api.query(query, collections=names(collection), limit=k), collection)
 
     def fused(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
-        result = api.query(query, collections=[collection], limit=k, expand=False, rerank=False)
-        return [hit.path for hit in result.hits], [w.code for w in result.warnings]
+        result = api.query(query, collections=names(collection), limit=k, expand=False, rerank=False)
+        return ranked(result, collection)
 
     return {"search": keyword, "vsearch": vector, "query-fused": fused, "query": hybrid}
 
 
-def run_bench(api: Any, set_path: Path, collection: str, modes: Sequence[str], k: int = K) -> BenchReport:
+def run_bench(
+    api: Any,
+    set_path: Path,
+    collection: str,
+    modes: Sequence[str],
+    k: int = K,
+    level: str | None = None,
+) -> BenchReport:
+    """``collection``: one name, or several comma-separated (the judged paths are then written
+    COLLECTION/PATH). ``level``: see :func:`mode_runners`."""
     queries = load_set(set_path)
-    runners = mode_runners(api)
+    runners = mode_runners(api, level)
     warnings: list[Notice] = []
     status = api.status()
-    warnings.extend(_index_warnings(status, collection))
-    known_paths = {entry.virtual_path.split("/", 3)[-1] for entry in api.ls(collection)}
+    names = collection.split(",")
+    for name in names:
+        warnings.extend(_index_warnings(status, name))
+    known_paths = {
+        entry.virtual_path.split("/", 3)[-1] if len(names) == 1 else entry.virtual_path.split("/", 2)[-1]
+        for name in names
+        for entry in api.ls(name)
+    }
     missing = sorted({p for q in queries for p in q.relevant} - known_paths)
     if missing:
         shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
@@ -113,6 +150,11 @@ def run_bench(api: Any, set_path: Path, collection: str, modes: Sequence[str], k
                 "RELEVANT_NOT_INDEXED",
                 f"{len(missing)} judged documents are not in collection {collection}: {shown}",
             )
+        )
+    if level is not None and set(modes) - set(LEVEL_MODES):
+        skipped = ", ".join(m for m in modes if m not in LEVEL_MODES)
+        warnings.append(
+            Notice("LEVEL_IGNORED", f"--level {level} applies to search and vsearch only, not {skipped}")
         )
     ran: list[str] = []
     outcomes: list[QueryOutcome] = []
@@ -140,7 +182,7 @@ def run_bench(api: Any, set_path: Path, collection: str, modes: Sequence[str], k
         summaries=tuple(summarize(outcomes)),
         queries=tuple(outcomes),
         warnings=tuple(warnings),
-        record=reproducibility_record(api, set_path, collection, modes, k, status),
+        record=reproducibility_record(api, set_path, collection, modes, k, status, level),
     )
 
 
@@ -221,21 +263,31 @@ def _index_warnings(status: Any, collection: str) -> list[Notice]:
 
 
 def reproducibility_record(
-    api: Any, set_path: Path, collection: str, modes: Sequence[str], k: int, status: Any
+    api: Any,
+    set_path: Path,
+    collection: str,
+    modes: Sequence[str],
+    k: int,
+    status: Any,
+    level: str | None = None,
 ) -> dict[str, object]:
     from ..chunking import CHUNKER_VERSION
     from ..render.jsonfmt import to_data
     from ..store.migrations import SCHEMA_VERSION
 
-    info = next((c for c in status.collections if c.collection.name == collection), None)
+    first = collection.split(",")[0]
+    info = next((c for c in status.collections if c.collection.name == first), None)
     root = Path(info.collection.path) if info else None
+    flags: dict[str, object] = {"collection": collection, "modes": list(modes), "k": k}
+    if level is not None:
+        flags["level"] = level
     return {
         "tansaku_version": __version__,
         "git": _git_state(),
         "schema_version": SCHEMA_VERSION,
         "chunker_version": CHUNKER_VERSION,  # keyword search ranks documents; vsearch ranks chunks
         "models": _models_record(api, modes),
-        "flags": {"collection": collection, "modes": list(modes), "k": k},
+        "flags": flags,
         "corpus": _corpus_record(root, info),
         "query_set": {
             "path": str(set_path),

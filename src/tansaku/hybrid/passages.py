@@ -66,23 +66,42 @@ def choose_passage(
     *,
     prefer: tuple[int, int] | None = None,
     max_tokens: int = PASSAGE_TOKENS,
+    chunk_score: Callable[[str], float] | None = None,
 ) -> tuple[int, int, tuple[str, ...]]:
     """(first line, last line, heading path), 1-based and inclusive, of the passage to rerank.
 
     ``chunks`` are (start line, end line, heading path); none (a document not chunked yet) means
-    the whole document is one. ``prefer`` is the chunk a vector hit matched.
+    the whole document is one. ``prefer`` is the chunk a vector hit matched. ``chunk_score``
+    ranks the chunks (default ``score``): a cheaper count serves, as only the best line inside
+    the chosen chunk needs the exact one.
     """
     spans = list(chunks) or [(1, max(len(lines), 1), ())]
+    rank_text = chunk_score or score
 
     def rank(span: tuple[int, int, tuple[str, ...]]) -> tuple[float, bool, int]:
         text = "\n".join(lines[span[0] - 1 : span[1]])
-        return (score(text), prefer is not None and span[:2] == prefer, -span[0])
+        return (rank_text(text), prefer is not None and span[:2] == prefer, -span[0])
 
     start, end, headings = max(spans, key=rank)
     inner = lines[start - 1 : end]
     best = max(range(len(inner)), key=lambda i: (score(inner[i]), -i)) if inner else 0
     first, last = window(inner, best, max_tokens)
     return start + first, start + max(last, first + 1) - 1, headings
+
+
+def presence_scorer(terms: Sequence[str], intent_words: Sequence[str]) -> Callable[[str], float]:
+    """How many of ``terms`` a text contains, each word as a substring of the casefolded text
+    (intent words at ``INTENT_WEIGHT``): an upper bound of the exact count, at a fraction of its
+    cost on long chunks (a python-docs query's 40 candidates: 0.6 s exact)."""
+    wanted = [tuple(term.casefold().rstrip("*").split()) for term in terms if term.strip()]
+    steer = [word.casefold() for word in intent_words if word.strip()]
+
+    def score(text: str) -> float:
+        folded = text.casefold()
+        found = sum(1 for words in wanted if all(word in folded for word in words))
+        return found + INTENT_WEIGHT * sum(1 for word in steer if word in folded)
+
+    return score
 
 
 def passage_scorer(terms: Sequence[str], intent_words: Sequence[str]) -> Callable[[str], float]:
@@ -110,6 +129,7 @@ def rerank_passages(
     from ..store import documents as store
 
     score = passage_scorer(terms, intent_words)
+    chunk_score = presence_scorer(terms, intent_words)
     docs = {(h.collection, h.path): store.document_at(conn, h.collection, h.path) for h in hits}
     bodies = store.bodies(conn, [doc.hash for doc in docs.values() if doc is not None])
     passages = []
@@ -123,7 +143,7 @@ def rerank_passages(
             stored = chunk_store.chunks_of(conn, doc.hash, params_for(collection).fingerprint())
             spans = [(c.start_line, c.end_line, tuple(c.heading_path)) for c in (stored[1] if stored else ())]
             first, last, headings = choose_passage(
-                lines, spans, score, prefer=hit.chunk_lines, max_tokens=max_tokens
+                lines, spans, score, prefer=hit.chunk_lines, max_tokens=max_tokens, chunk_score=chunk_score
             )
             text = "\n".join(lines[first - 1 : last])
         lead = " > ".join(part for part in (hit.title, *headings) if part)

@@ -26,7 +26,7 @@ from ..types import Hit, Notice, SearchResult
 from .document import parse_query_document
 from .pipeline import Retrieval, fuse_retrievals
 from .reorder import reorder
-from .trust import ORIGINAL_WEIGHT
+from .trust import ORIGINAL_WEIGHT, keyword_confidence
 
 if TYPE_CHECKING:
     from ..models.generate import Expansion
@@ -34,10 +34,13 @@ if TYPE_CHECKING:
 
 # `query --all`: every fused document.
 UNLIMITED = 1 << 30
-# A keyword result this strong and this clear of the next needs no expansion (reference tool's
-# constants, on tansaku's 0..1 keyword scores).
+# A keyword result this strong and this clear of the next needs no expansion. The reference
+# tool asks for a gap of 0.15 in scores |x| / (1 + |x|), which near 1 hides large gaps (0.96
+# against 0.91 is raw BM25 24 against 10): on the 234 judged queries in evals/sets it skipped 5.
+# Asking instead that the second's raw BM25 be at most half the first's skips 50, and in 48 of
+# them keyword search's first result is a judged answer.
 PROBE_SCORE = 0.85
-PROBE_GAP = 0.15
+PROBE_RAW_GAP = 0.5
 # A further line of a kind (an expansion, a query document's second vec: line) weighs this.
 EXPANSION_WEIGHT = ORIGINAL_WEIGHT / 2
 
@@ -82,7 +85,7 @@ def strong_probe(result: SearchResult) -> bool:
     hits = result.hits
     if not hits or hits[0].score < PROBE_SCORE:
         return False
-    return len(hits) == 1 or hits[0].score - hits[1].score >= PROBE_GAP
+    return keyword_confidence([hit.score for hit in hits[:2]]) >= PROBE_RAW_GAP
 
 
 def run_query(
@@ -113,11 +116,10 @@ def run_query(
         if steps.expand is None:
             notes.append("expansion off (--no-expand)")
         elif strong_probe(probe) and not intent:
-            top = probe.hits[0].score
-            second = probe.hits[1].score if len(probe.hits) > 1 else 0.0
+            gap = keyword_confidence([hit.score for hit in probe.hits[:2]])
             notes.append(
-                f"probe: keyword top score {top:.2f}, {top - second:.2f} above the next:"
-                " a clear answer, so the query was not expanded"
+                f"probe: keyword top score {probe.hits[0].score:.2f}, the next {gap:.0%} lower in raw"
+                " BM25: a clear answer, so the query was not expanded"
             )
         else:
             expansion = steps.expand(query, intent)

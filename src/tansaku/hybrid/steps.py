@@ -8,6 +8,7 @@ facade stays the only way in and this package below it). Models load only when t
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -17,11 +18,18 @@ from ..errors import ModelMissing, NoVectors
 from ..types import Hit, Notice, SearchResult
 from .run import QuerySteps, VectorBatch
 
-# Default seconds for reranking: with the rest of a one-shot query (start-up, probe, embedding,
-# fusion: ~0.5 s warm) this keeps a query with a cached expansion within the 3 s target.
-DEFAULT_RERANK_BUDGET = 2.0
-# Generation past this many seconds stops with TIMEOUT and keeps the lines it finished.
-EXPANSION_TIMEOUT = 4.0
+# Default seconds for reranking, sized by evals/bench_query.py (RESULTS-query.md): with Gemma 270M
+# in both roles on 2 cores, 2 s made a warm query with a cached expansion take 2.2 s (p50), and the
+# whole process 3.5 s; 0.75 s brings them to about 1 s and 2 s. The best fused candidates are
+# reranked first, so a short budget spends itself where it matters most.
+DEFAULT_RERANK_BUDGET = 0.75
+RERANK_BUDGET_ENV = "TANSAKU_RERANK_BUDGET"
+# A reranker that cannot read more of the query than this (an English model, a Chinese query)
+# judges noise: it is not asked, as the vector list of such a query is left out of fusion.
+MAX_UNREADABLE = 0.5
+# Generation past this many seconds stops with TIMEOUT and keeps the lines it finished: a 270M
+# model writes two or three lines in that time on 2 cores; a whole-process query stays near 3 s.
+EXPANSION_TIMEOUT = 1.5
 
 
 class SearchIndex(Protocol):
@@ -96,7 +104,17 @@ def query_steps(
         scorer, missing = load_role_model("rerank", index.config_path, cache)
         if scorer is None:
             return Reranked(scores=[(key, None) for key, _ in candidates], warnings=[missing])
-        seconds = DEFAULT_RERANK_BUDGET if budget is None else budget
+        unreadable = _unreadable_share(scorer, query)
+        if unreadable > MAX_UNREADABLE:
+            from ..models.rerank import RERANK_FAILED
+
+            why = (
+                f"the rerank model cannot read this query ({unreadable:.0%} of its tokens are unknown to"
+                " its vocabulary): results keep their fused order"
+            )
+            skipped = Notice(RERANK_FAILED, why)
+            return Reranked(scores=[(key, None) for key, _ in candidates], warnings=[skipped])
+        seconds = rerank_budget(budget)
         return rerank(query, candidates, scorer, cache, deadline=time.perf_counter() + seconds)
 
     try:
@@ -112,6 +130,21 @@ def query_steps(
     finally:
         if cache is not None:
             cache.close()
+
+
+def rerank_budget(given: float | None) -> float:
+    """The flag, else ``TANSAKU_RERANK_BUDGET``, else the default (a bad value is the default)."""
+    if given is not None:
+        return given
+    try:
+        return max(0.0, float(os.environ.get(RERANK_BUDGET_ENV, DEFAULT_RERANK_BUDGET)))
+    except ValueError:
+        return DEFAULT_RERANK_BUDGET
+
+
+def _unreadable_share(scorer: Any, query: str) -> float:
+    share = getattr(scorer, "unknown_share", None)
+    return float(share(query)) if callable(share) else 0.0
 
 
 def _vector_batch(

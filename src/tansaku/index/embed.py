@@ -50,6 +50,12 @@ def fingerprint_of(model_sha256: str, prompt_format: str) -> str:
     return f"{model_sha256[:16]}:{prompt_format}:c{EMBEDDED_TEXT_VERSION}"
 
 
+def superseded_pattern(identity: ModelIdentity) -> str:
+    """A LIKE pattern for the fingerprints of this model file and prompt at any embedded-text
+    version (the current one included: callers exclude it)."""
+    return f"{identity.sha256[:16]}:{identity.prompt.name}:c%"
+
+
 @dataclass(frozen=True)
 class ModelIdentity:
     """What a vector depends on besides its text: the file and the prompt format.
@@ -257,6 +263,7 @@ def _run(
     except KeyboardInterrupt:
         report.interrupted = True  # finished batches are committed; the next run resumes
     with db.write_lock(conn, index_path, "embed prune"):
+        vec.unlink_superseded(conn, identity.fingerprint, superseded_pattern(identity))
         vec.prune(conn)
     elapsed = time.perf_counter() - started
     report.took_ms = elapsed * 1000

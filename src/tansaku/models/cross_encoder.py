@@ -9,7 +9,6 @@ files without rank pooling. llama_cpp is imported when a model is opened, as in 
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
 import time
@@ -166,6 +165,16 @@ class LlamaCrossEncoder:
         self._check_open()
         return len(self._tokenize(text))
 
+    def unknown_share(self, text: str) -> float:
+        """The share of ``text``'s tokens the vocabulary does not have: an English cross-encoder
+        reads a Chinese query as unknown tokens, and its scores for it are noise."""
+        self._check_open()
+        tokens = self._tokenize(text)
+        unknown = self._llm.metadata.get("tokenizer.ggml.unknown_token_id")
+        if not tokens or unknown is None:
+            return 0.0
+        return sum(1 for token in tokens if token == int(unknown)) / len(tokens)
+
     def pair_tokens(self, query: str, document: str) -> list[int]:
         """The tokens scored for the pair: the document cut to fit the window, never the query.
 
@@ -290,9 +299,12 @@ class LlamaCrossEncoder:
         self.close()
 
     def __del__(self) -> None:
-        # At interpreter exit llama_cpp may already be torn down; the process frees everything anyway.
-        with contextlib.suppress(Exception):
+        # At interpreter exit llama_cpp (and even contextlib) may already be torn down; the
+        # process frees everything anyway. Open models are closed before that (llama._OPEN).
+        try:  # noqa: SIM105 (contextlib itself may be gone by then)
             self.close()
+        except Exception:
+            pass
 
 
 def _sigmoid(logit: float) -> float:

@@ -35,6 +35,8 @@ def _header(result: SessionRead) -> list[str]:
         lines.append(f"sub-agent of session {result.parent_session_id}")
     span = f"{when(result.first_timestamp)} – {when(result.last_timestamp)}"
     shown = f"{len(result.messages)} of {result.total_turns} messages" + (" (raw)" if result.raw else "")
+    if result.focus_line is not None:
+        shown += f" around line {result.focus_line}"
     lines.append(f"{shown} · {span}")
     return lines
 
@@ -42,9 +44,15 @@ def _header(result: SessionRead) -> list[str]:
 def _footer(result: SessionRead) -> str | None:
     if not result.truncated:
         return None
+    if result.focus_line is not None:
+        return f"[more: tansaku session read {result.session_id} --from-line {result.next_line}]"
     return (
         f"[more: continue with --from-line {result.next_line} (--limit and --max-bytes {result.max_bytes})]"
     )
+
+
+def _focused(result: SessionRead, message: SessionMessage) -> bool:
+    return message.line == result.focus_line
 
 
 def _prompts(result: SessionRead) -> dict[int, str]:
@@ -62,8 +70,10 @@ def _cli(result: SessionRead, opts: RenderOptions) -> str:
             run = message.run_index
             prompt = short_prompt(prompts.get(run, ""))
             lines += ["", f"── run {run}" + (f": {clean(prompt)}" if prompt else "")]
+        mark = "▶ " if _focused(result, message) else ""
         lines.append(
-            f"[line {message.line}] {_label(message)} · {when(message.timestamp)} · {clean(message.turn_id)}"
+            f"{mark}[line {message.line}] {_label(message)} · {when(message.timestamp)}"
+            f" · {clean(message.turn_id)}"
         )
         lines += [(INDENT + clean(text)).rstrip() for text in message.text.split("\n")]
     footer = _footer(result)
@@ -82,7 +92,9 @@ def _json(result: SessionRead, opts: RenderOptions) -> str:
 def _csv(result: SessionRead, opts: RenderOptions) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(CSV_COLUMNS)
+    # `get` on a turn adds a column: whether the row is the turn asked for or its context.
+    focus = result.focus_line is not None
+    writer.writerow([*CSV_COLUMNS, *(["focus"] if focus else [])])
     writer.writerows(
         [
             result.session_id,
@@ -94,6 +106,7 @@ def _csv(result: SessionRead, opts: RenderOptions) -> str:
             m.timestamp or "",
             m.run_index,
             m.text,
+            *([str(_focused(result, m)).lower()] if focus else []),
         ]
         for m in result.messages
     )
@@ -111,8 +124,9 @@ def _md(result: SessionRead, opts: RenderOptions) -> str:
             run = message.run_index
             prompt = short_prompt(prompts.get(run, ""))
             blocks.append(f"## Run {run}" + (f": {escape(prompt)}" if prompt else ""))
+        mark = "▶ " if _focused(result, message) else ""
         blocks.append(
-            f"**{escape(_label(message))}** · line {message.line} · {escape(when(message.timestamp))}"
+            f"{mark}**{escape(_label(message))}** · line {message.line} · {escape(when(message.timestamp))}"
             f" · {code_span(message.turn_id)}"
         )
         blocks.append(fence(message.text.split("\n")))
@@ -137,6 +151,7 @@ def _xml(result: SessionRead, opts: RenderOptions) -> str:
         truncated=result.truncated,
         next_line=result.next_line,
         raw=result.raw,
+        focus_line=result.focus_line,
     )
     body = [element("title", result.title or "")]
     body += [element("run", prompt, index=index) for index, prompt in result.runs]
@@ -151,6 +166,7 @@ def _xml(result: SessionRead, opts: RenderOptions) -> str:
             tool_name=m.tool_name,
             timestamp=m.timestamp,
             run_index=m.run_index,
+            focus=True if _focused(result, m) else None,
         )
         for m in result.messages
     ]

@@ -19,6 +19,7 @@ from ..types import Collection, Notice
 
 DEFAULT_LIMIT = 50
 DEFAULT_MAX_BYTES = 64 * 1024
+DEFAULT_CONTEXT = 3  # turns before and after the one `get` shows
 
 
 def resolve_session(conn: Any, ref: str, collections: Mapping[str, Collection]) -> tstore.StoredSession:
@@ -87,20 +88,12 @@ def read_session(
     max_bytes: int = DEFAULT_MAX_BYTES,
     raw: bool = False,
 ) -> Any:
-    from ..types import SessionMessage, SessionRead
-
     collection = collections[session.collection]
     turns = tstore.session_turns(
         conn, session.doc_id, from_line=from_line, run=run, limit=None if limit is None else limit + 1
     )
     warnings: list[Notice] = []
-    texts: dict[str, str] | None = None
-    if raw:
-        texts = _raw_texts(collection, session)
-        if texts is None:
-            warnings.append(
-                Notice("SOURCE_MISSING", "the source file cannot be read: showing the indexed text")
-            )
+    texts = _source_texts(collection, session, warnings) if raw else None
     messages: list[Any] = []
     used = 0
     truncated = False
@@ -119,18 +112,60 @@ def read_session(
                 )
             break
         used += size
-        messages.append(
-            SessionMessage(
-                turn_id=turn.turn_id,
-                line=turn.line,
-                role=turn.role,
-                kind=turn.kind,
-                timestamp=turn.timestamp,
-                run_index=turn.run_index,
-                tool_name=turn.tool_name,
-                text=text,
+        messages.append(_message(turn, text))
+    if truncated and messages and messages[-1].line == next_line:
+        # The page would end inside a source line (a record holds several blocks), and the next
+        # page, starting at that line, would repeat its first blocks: end the page before it.
+        # When that line's blocks alone overflow the page, the next page starts after the line
+        # (a page never repeats one) and a warning names the blocks left out.
+        whole = [m for m in messages if m.line != next_line]
+        if whole:
+            messages = whole
+        else:
+            rest = tstore.session_turns(conn, session.doc_id, from_line=next_line + 1, run=run, limit=1)
+            left = sum(1 for t in turns[len(messages) :] if t.line == next_line)
+            warnings.append(
+                Notice(
+                    "LINE_SPLIT",
+                    f"line {next_line} holds more blocks than fit one page: {len(messages)} shown, at least"
+                    f" {left} more left out; raise --limit or --max-bytes to read them all",
+                )
             )
-        )
+            next_line = rest[0].line if rest else None
+            truncated = next_line is not None
+    return _result(conn, session, collection, messages, truncated, next_line, max_bytes, raw, texts, warnings)
+
+
+def _message(turn: tstore.TurnView, text: str) -> Any:
+    from ..types import SessionMessage
+
+    return SessionMessage(
+        turn_id=turn.turn_id,
+        line=turn.line,
+        role=turn.role,
+        kind=turn.kind,
+        timestamp=turn.timestamp,
+        run_index=turn.run_index,
+        tool_name=turn.tool_name,
+        text=text,
+    )
+
+
+def _result(
+    conn: Any,
+    session: tstore.StoredSession,
+    collection: Collection,
+    messages: list[Any],
+    truncated: bool,
+    next_line: int | None,
+    max_bytes: int,
+    raw: bool,
+    texts: dict[str, str] | None,
+    warnings: list[Notice],
+    focus_line: int | None = None,
+) -> Any:
+    from ..types import SessionRead
+
     prompts = tstore.run_prompts(conn, session.doc_id, {m.run_index for m in messages})
     return SessionRead(
         collection=session.collection,
@@ -152,7 +187,133 @@ def read_session(
         max_bytes=max_bytes,
         raw=raw and texts is not None,
         warnings=tuple(warnings),
+        focus_line=focus_line,
     )
+
+
+def _source_texts(collection: Collection, session: tstore.StoredSession, warnings: list[Notice]) -> Any:
+    texts = _raw_texts(collection, session)
+    if texts is None:
+        warnings.append(Notice("SOURCE_MISSING", "the source file cannot be read: showing the indexed text"))
+    return texts
+
+
+def read_around(
+    conn: Any,
+    session: tstore.StoredSession,
+    collections: Mapping[str, Collection],
+    line: int,
+    *,
+    context: int = DEFAULT_CONTEXT,
+    max_messages: int | None = None,
+    max_bytes: int,
+    raw: bool = False,
+) -> Any:
+    """`get` on a turn's path (``SESSION.jsonl:LINE``): the turns at source line ``line`` (the
+    blocks of one record share it), with up to ``context`` turns before and after them, nearest
+    first while they fit ``max_messages`` and ``max_bytes``. The focused turns are always shown;
+    one larger than ``max_bytes`` alone is cut there (MESSAGE_CUT). Without a turn at ``line``
+    the nearest turn is focused (NO_TURN_AT_LINE)."""
+    collection = collections[session.collection]
+    warnings: list[Notice] = []
+    found = tstore.focus_seqs(conn, session.doc_id, line)
+    if found is None:
+        raise DocumentNotFound(f"session {session.session_id} has no turns", hint="nothing was indexed in it")
+    first, last, focus = found
+    if focus != line:
+        warnings.append(
+            Notice("NO_TURN_AT_LINE", f"line {line} holds no turn: showing line {focus}, the nearest")
+        )
+    turns = tstore.turns_by_seq(conn, session.doc_id, max(0, first - context), last + context)
+    texts = _source_texts(collection, session, warnings) if raw else None
+
+    def text_of(turn: tstore.TurnView) -> str:
+        return texts.get(turn.turn_id, turn.text) if texts is not None else turn.text
+
+    focused = [t for t in turns if first <= t.seq <= last]
+    before = [t for t in turns if t.seq < first][::-1]
+    after = [t for t in turns if t.seq > last]
+    chosen: dict[int, str] = {}
+    used = 0
+    for turn in focused:
+        text = text_of(turn)
+        room = max_bytes - used
+        if len(text.encode("utf-8")) > room:
+            text = _cut(text, room)
+            warnings.append(
+                Notice(
+                    "MESSAGE_CUT",
+                    f"the message at line {turn.line} is over --max-bytes {max_bytes}: cut there;"
+                    " read it whole with `tansaku session read` and a larger --max-bytes",
+                )
+            )
+        chosen[turn.seq] = text
+        used += len(text.encode("utf-8"))
+    limit = max_messages if max_messages is not None else len(turns)
+    for turn in (t for pair in _alternate(before, after) for t in pair):
+        text = text_of(turn)
+        size = len(text.encode("utf-8"))
+        if len(chosen) >= limit or used + size > max_bytes:
+            break
+        chosen[turn.seq] = text
+        used += size
+    shown = [t for t in turns if t.seq in chosen]
+    messages = [_message(t, chosen[t.seq]) for t in shown]
+    next_seq = shown[-1].seq + 1
+    more = tstore.turns_by_seq(conn, session.doc_id, next_seq, next_seq)
+    next_line = more[0].line if more else None
+    return _result(
+        conn,
+        session,
+        collection,
+        messages,
+        next_line is not None,
+        next_line,
+        max_bytes,
+        raw,
+        texts,
+        warnings,
+        focus_line=focus,
+    )
+
+
+def turn_window(
+    conn: Any,
+    doc: Any,  # store.documents.StoredDocument
+    collections: Mapping[str, Collection],
+    bounds: Any,  # retrieve.get.LineRange: from_line is the source line, max_lines caps the messages
+    *,
+    context: int | None,
+    raw: bool,
+) -> Any:
+    """`get` on a document of a transcript collection with a line: :func:`read_around` its session."""
+    session = tstore.session_at(conn, doc.collection, doc.path)
+    if session is None:
+        raise DocumentNotFound(f"{virtual_path(doc.collection, doc.path)} is not an indexed session")
+    return read_around(
+        conn,
+        session,
+        collections,
+        bounds.from_line,
+        context=DEFAULT_CONTEXT if context is None else context,
+        max_messages=bounds.max_lines,
+        max_bytes=bounds.max_bytes,
+        raw=raw,
+    )
+
+
+def _alternate(before: list[Any], after: list[Any]) -> list[list[Any]]:
+    """[b1, a1], [b2, a2], ...: the nearest turn on each side first."""
+    pairs: list[list[Any]] = []
+    for i in range(max(len(before), len(after))):
+        pairs.append([*before[i : i + 1], *after[i : i + 1]])
+    return pairs
+
+
+def _cut(text: str, max_bytes: int) -> str:
+    """At most ``max_bytes`` UTF-8 bytes of ``text``, ending at a line break when there is one."""
+    head = text.encode("utf-8")[: max(max_bytes, 0)].decode("utf-8", errors="ignore")
+    return head.rsplit("\n", 1)[0] if "\n" in head else head
 
 
 def _raw_texts(collection: Collection, session: tstore.StoredSession) -> dict[str, str] | None:

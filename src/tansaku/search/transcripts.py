@@ -102,6 +102,29 @@ def search_levels(
     ``level`` (default turn), the file collections by ``search_files`` (the plain `search`, which
     this package cannot reach itself), merged best first after the ``warnings`` already made."""
     started = time.perf_counter()
+    request = turn_query(query, level, roles, since, until, project, limit, min_score, full)
+    sessions = [c for c in chosen if c.type != "files"]
+    with db.reading(index_path) as conn:
+        results = [search_turns(conn, request, sessions, contexts)]
+    files = [c.name for c in chosen if c.type == "files"]
+    if files:
+        results.append(search_files(files))
+    merged = merge(results, query, limit, started)
+    return replace(merged, warnings=(*warnings, *merged.warnings))
+
+
+def turn_query(
+    query: str,
+    level: str | None,
+    roles: Sequence[str],
+    since: str | None,
+    until: str | None,
+    project: str | None,
+    limit: int | None,
+    min_score: float,
+    full: bool,
+) -> TurnQuery:
+    """The options of `search`/`vsearch` on transcripts, checked, times read (see parse_when)."""
     request = TurnQuery(
         query,
         level or "turn",
@@ -113,14 +136,18 @@ def search_levels(
         min_score,
         full,
     )
-    sessions = [c for c in chosen if c.type != "files"]
-    with db.reading(index_path) as conn:
-        results = [search_turns(conn, request, sessions, contexts)]
-    files = [c.name for c in chosen if c.type == "files"]
-    if files:
-        results.append(search_files(files))
-    merged = merge(results, query, limit, started)
-    return replace(merged, warnings=(*warnings, *merged.warnings))
+    check(request.level, request.roles)
+    return request
+
+
+def _filter(request: TurnQuery, collections: Sequence[Collection]) -> tstore.TurnFilter:
+    return tstore.TurnFilter(
+        collections=tuple(c.name for c in collections),
+        roles=tuple(request.roles),
+        since=request.since,
+        until=request.until,
+        project=request.project,
+    )
 
 
 def check(level: str, roles: Sequence[str]) -> None:
@@ -148,13 +175,7 @@ def search_turns(
             f"the query {request.query!r} has nothing to search for",
             hint="give at least one word that is not negated with '-'",
         )
-    filters = tstore.TurnFilter(
-        collections=tuple(c.name for c in collections),
-        roles=tuple(request.roles),
-        since=request.since,
-        until=request.until,
-        project=request.project,
-    )
+    filters = _filter(request, collections)
     notices: list[Notice] = []
     groups, total = tstore.search_groups(conn, expression, filters, request.level, request.limit)
     if not groups and strict and len(clauses.positive) > 1:
@@ -169,16 +190,7 @@ def search_turns(
                         " some of them",
                     )
                 )
-    turns = tstore.turns_by_ids(conn, [g.turn_id for g in groups])
-    by_name = {c.name: c for c in collections}
-    terms = clauses.highlight_terms
-    hits: list[Hit] = []
-    for group in groups:
-        turn = turns[group.turn_id]
-        score = _score(group.bm25)
-        if score < request.min_score:
-            continue
-        hits.append(_hit(turn, group, score, request, by_name[turn.collection], contexts, terms))
+    hits = _hits(conn, groups, _score, request, collections, contexts, clauses.highlight_terms)
     return SearchResult(
         query=request.query,
         mode="search",
@@ -189,6 +201,85 @@ def search_turns(
         took_ms=(time.perf_counter() - started) * 1000,
         collections=tuple(c.name for c in collections),
     )
+
+
+def _hits(
+    conn: Any,
+    groups: Sequence[tstore.GroupRow],
+    score_of: Callable[[float], float],
+    request: TurnQuery,
+    collections: Sequence[Collection],
+    contexts: Mapping[str, str],
+    terms: Sequence[str],
+) -> list[Hit]:
+    turns = tstore.turns_by_ids(conn, [g.turn_id for g in groups])
+    by_name = {c.name: c for c in collections}
+    hits: list[Hit] = []
+    for group in groups:
+        turn = turns[group.turn_id]
+        score = score_of(group.bm25)
+        if score < request.min_score:
+            continue
+        hits.append(_hit(turn, group, score, request, by_name[turn.collection], contexts, terms))
+    return hits
+
+
+# How many of the nearest chunk windows a transcript vsearch groups at first, per result wanted;
+# more are taken while the groups found are fewer than the results wanted.
+NEAREST_PER_RESULT = 40
+NEAREST_MIN = 400
+
+
+def vector_levels(
+    conn: Any,
+    query: Any,  # search.vector.VectorQuery
+    pairs: Sequence[tuple[Collection, str]],
+    request: TurnQuery,
+    contexts: Mapping[str, str],
+    warnings: Sequence[Notice],
+    started: float,
+    cache: Any,  # search.vector_cache.VectorCache
+) -> SearchResult:
+    """`vsearch` with levels: file collections as plain vsearch ranks them (best chunk per
+    document); transcript collections by turn (its best chunk window), filtered and grouped to
+    the level by the rule keyword search uses (store.transcripts._groups), merged by score.
+
+    The turns grouped are those of the nearest chunk windows above the floor: at first
+    ``NEAREST_PER_RESULT`` per result wanted, more while that gives fewer units than wanted."""
+    from .query import parse_query, required_terms
+    from .vector import nearest_chunks, vsearch
+
+    files = [(c, p) for c, p in pairs if c.type == "files"]
+    sessions = [(c, p) for c, p in pairs if c.type != "files"]
+    results: list[SearchResult] = []
+    if sessions:
+        filters = _filter(request, [c for c, _ in sessions])
+        count = None if request.limit is None else max(request.limit * NEAREST_PER_RESULT, NEAREST_MIN)
+        while True:
+            near = nearest_chunks(conn, query, sessions, cache, count)
+            chunks = list(zip(near.doc_ids, near.start_lines, near.scores, strict=True))
+            groups, total = tstore.vector_groups(conn, chunks, filters, request.level, request.limit)
+            if near.exhausted or count is None or len(groups) >= (request.limit or 0):
+                break
+            count *= 4
+        terms = required_terms(parse_query(request.query)).highlight_terms
+        hits = _hits(conn, groups, lambda best: -best, request, [c for c, _ in sessions], contexts, terms)
+        results.append(
+            SearchResult(
+                query=request.query,
+                mode="vsearch",
+                hits=tuple(hits),
+                total=total,
+                limit=request.limit,
+                took_ms=0.0,
+                collections=tuple(c.name for c, _ in sessions),
+                total_exact=near.exhausted,
+            )
+        )
+    if files:
+        results.append(vsearch(conn, query, files, contexts, (), started, cache))
+    merged = merge(results, request.query, request.limit, started, mode="vsearch")
+    return replace(merged, warnings=(*warnings, *merged.warnings))
 
 
 def _score(bm25: float) -> float:
@@ -253,7 +344,9 @@ def _hit(
     )
 
 
-def merge(results: Sequence[SearchResult], query: str, limit: int | None, started: float) -> SearchResult:
+def merge(
+    results: Sequence[SearchResult], query: str, limit: int | None, started: float, mode: str = "search"
+) -> SearchResult:
     """Transcript and file results of one search, best first."""
     hits = sorted((h for r in results for h in r.hits), key=lambda h: -h.score)
     if limit is not None:
@@ -263,11 +356,12 @@ def merge(results: Sequence[SearchResult], query: str, limit: int | None, starte
         warnings += [w for w in result.warnings if w not in warnings]
     return SearchResult(
         query=query,
-        mode="search",
+        mode=mode,
         hits=tuple(hits),
         total=sum(r.total for r in results),
         limit=limit,
         warnings=tuple(warnings),
         took_ms=(time.perf_counter() - started) * 1000,
         collections=tuple(name for r in results for name in r.collections),
+        total_exact=all(r.total_exact for r in results),
     )

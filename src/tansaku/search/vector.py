@@ -60,9 +60,29 @@ def vsearch(
     """``collections`` pairs each collection with its chunk-parameter fingerprint; ``cache`` keeps
     vectors between calls (without one, they are read for this call only)."""
     started = time.perf_counter() if started is None else started
+    scored, total_exact = _score(conn, request, collections, cache or VectorCache(None))
+    ranked, total = _top_documents(conn, scored, request)
+    hits = _hits(conn, ranked, request, contexts, {c.name: c for c, _ in collections})
+    return SearchResult(
+        query=request.query,
+        mode="vsearch",
+        hits=tuple(hits),
+        total=total,
+        limit=request.limit,
+        warnings=tuple(warnings),
+        took_ms=(time.perf_counter() - started) * 1000,
+        collections=tuple(c.name for c, _ in collections),
+        total_exact=total_exact,
+    )
+
+
+def _score(
+    conn: Any, request: VectorQuery, collections: Sequence[tuple[Collection, str]], cache: VectorCache
+) -> tuple[list[tuple[CollectionVectors, Any, Any]], bool]:
+    """Each collection's chunk windows with their scores and their documents' best scores, and
+    whether every vector was scored (not only sqlite-vec's nearest)."""
     import numpy as np
 
-    cache = cache or VectorCache(None)
     query = np.frombuffer(request.vector, dtype=np.float32)
     # --all wants every document's score: that means reading every vector, whatever the budget.
     model = cache.model(conn, request.dims, request.fingerprint, required=request.limit is None)
@@ -82,18 +102,44 @@ def vsearch(
                 continue
             entry_scores = all_scores.of(vectors.rows)
         scored.append((vectors, entry_scores, np.maximum.reduceat(entry_scores, vectors.starts)))
-    ranked, total = _top_documents(conn, scored, request)
-    hits = _hits(conn, ranked, request, contexts, {c.name: c for c, _ in collections})
-    return SearchResult(
-        query=request.query,
-        mode="vsearch",
-        hits=tuple(hits),
-        total=total,
-        limit=request.limit,
-        warnings=tuple(warnings),
-        took_ms=(time.perf_counter() - started) * 1000,
-        collections=tuple(c.name for c, _ in collections),
-        total_exact=total_exact,
+    return scored, total_exact
+
+
+@dataclass(frozen=True)
+class NearestChunks:
+    """The best-scoring chunk windows of some collections, best first (for transcript levels,
+    which group them by turn rather than by document)."""
+
+    doc_ids: list[int]
+    start_lines: list[int]
+    scores: list[float]
+    exhausted: bool  # these are all the windows at or above the floor
+
+
+def nearest_chunks(
+    conn: Any,
+    request: VectorQuery,
+    collections: Sequence[tuple[Collection, str]],
+    cache: VectorCache,
+    count: int | None,
+) -> NearestChunks:
+    """The ``count`` best chunk windows (all with None) scoring at least ``request.min_score``."""
+    import numpy as np
+
+    scored, exact = _score(conn, request, collections, cache)
+    if not scored:
+        return NearestChunks([], [], [], True)
+    scores = np.concatenate([s for _, s, _ in scored]).astype(np.float64)
+    docs = np.concatenate([np.repeat(v.doc_ids, np.diff(np.r_[v.starts, len(s)])) for v, s, _ in scored])
+    lines = np.concatenate([v.start_lines for v, _, _ in scored])
+    passing = np.flatnonzero(scores >= request.min_score)
+    exhausted = count is None or len(passing) <= count
+    if not exhausted:
+        assert count is not None
+        passing = passing[np.argpartition(-scores[passing], count - 1)[:count]]
+    order = passing[np.lexsort((lines[passing], docs[passing], -scores[passing]))]
+    return NearestChunks(
+        docs[order].tolist(), lines[order].tolist(), scores[order].tolist(), exhausted and exact
     )
 
 

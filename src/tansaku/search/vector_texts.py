@@ -18,6 +18,7 @@ from ..types import Collection, Notice, SearchResult
 
 if TYPE_CHECKING:
     from ..config import settings
+    from .transcripts import TurnQuery
     from .vector_cache import VectorCache
 
 
@@ -28,6 +29,8 @@ class VectorRequest:
     full: bool = False
     snippets: bool = True
     verbose: bool = False
+    # `vsearch --level ...` (search/transcripts.py): transcript collections by turn, grouped.
+    levels: TurnQuery | None = None
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,14 @@ def search_texts(
             request.full,
             request.snippets,
         )
-        results.append(vsearch(conn, query, pairs, config.contexts, notices, started, cache))
+        if request.levels is None:
+            results.append(vsearch(conn, query, pairs, config.contexts, notices, started, cache))
+        else:
+            from .transcripts import vector_levels
+
+            results.append(
+                vector_levels(conn, query, pairs, request.levels, config.contexts, notices, started, cache)
+            )
     return VectorResults(results, [embedder.unknown_share(text) for text in texts], embed_seconds)
 
 

@@ -362,18 +362,48 @@ def search_groups(
 ) -> tuple[list[GroupRow], int]:
     """The best turn of each unit of ``level`` that matches, best first, and how many units match."""
     where, params = _where(filters)
-    key = LEVEL_KEYS[level]
     matched = (
         "SELECT t.id AS id, t.doc_id AS doc_id, t.epoch AS epoch, bm25(turns_fts) AS score, "
-        f"{key} AS unit FROM turns_fts JOIN transcript_turns AS t ON t.id = turns_fts.rowid"
+        f"{LEVEL_KEYS[level]} AS unit FROM turns_fts JOIN transcript_turns AS t ON t.id = turns_fts.rowid"
         f" WHERE turns_fts MATCH ? AND {where}"
     )
-    sql = (
-        f"WITH m AS MATERIALIZED ({matched}) SELECT id, min(score) AS best, count(*) AS n, min(epoch),"
-        " max(epoch), count(DISTINCT doc_id), count(*) OVER () AS units FROM m GROUP BY unit"
-        " ORDER BY best, id"
+    return _groups(conn, matched, [expression, *params], limit)
+
+
+def vector_groups(
+    conn: Any,
+    chunks: Sequence[tuple[int, int, float]],
+    filters: TurnFilter,
+    level: str,
+    limit: int | None,
+) -> tuple[list[GroupRow], int]:
+    """As :func:`search_groups`, for vector hits: ``chunks`` are (document id, first line in the
+    session text, cosine similarity) of chunk windows; each turn takes its best chunk's score
+    (GroupRow.bm25 is then minus the similarity, so that lower is better here too)."""
+    import json
+
+    where, params = _where(filters)
+    matched = (
+        "SELECT t.id AS id, t.doc_id AS doc_id, t.epoch AS epoch, min(-(c.value ->> 2)) AS score,"
+        f" {LEVEL_KEYS[level]} AS unit FROM json_each(?) AS c JOIN transcript_turns AS t"
+        " ON t.doc_id = c.value ->> 0 AND c.value ->> 1 BETWEEN t.start_line AND t.end_line"
+        f" WHERE {where} GROUP BY t.id"
     )
-    args: list[Any] = [expression, *params]
+    return _groups(conn, matched, [json.dumps(list(chunks)), *params], limit)
+
+
+def _groups(conn: Any, matched: str, args: list[Any], limit: int | None) -> tuple[list[GroupRow], int]:
+    """The rule of every level: ``matched`` (turns with a score, lower is better, and the unit of
+    the level they belong to) grouped by unit, each unit represented by its best turn (lowest
+    score, then lowest id: a bare column beside several min/max aggregates would be any row's)."""
+    sql = (
+        f"WITH m AS MATERIALIZED ({matched}),"
+        " g AS (SELECT unit, min(score) AS best, count(*) AS n, min(epoch) AS first, max(epoch) AS last,"
+        " count(DISTINCT doc_id) AS docs FROM m GROUP BY unit),"
+        " b AS (SELECT unit, id, row_number() OVER (PARTITION BY unit ORDER BY score, id) AS rank FROM m)"
+        " SELECT b.id, g.best, g.n, g.first, g.last, g.docs, count(*) OVER () AS units"
+        " FROM g JOIN b ON b.unit = g.unit AND b.rank = 1 ORDER BY g.best, b.id"
+    )
     if limit is not None:
         sql += " LIMIT ?"
         args.append(limit)
@@ -450,6 +480,30 @@ def session_turns(
         sql += " LIMIT ?"
         args.append(limit)
     return [_view(row) for row in conn.execute(sql, args)]
+
+
+def focus_seqs(conn: Any, doc_id: int, line: int) -> tuple[int, int, int] | None:
+    """The first and last turn (by seq) at source line ``line``, and that line; when no turn is
+    there, the nearest turn after it (else before it). None for a session without turns."""
+    at = conn.execute(
+        "SELECT min(seq), max(seq) FROM transcript_turns WHERE doc_id = ? AND line = ?", (doc_id, line)
+    ).fetchone()
+    if at[0] is not None:
+        return int(at[0]), int(at[1]), line
+    near = conn.execute(
+        "SELECT line FROM transcript_turns WHERE doc_id = ? ORDER BY line > ? DESC, abs(line - ?), seq"
+        " LIMIT 1",
+        (doc_id, line, line),
+    ).fetchone()
+    return None if near is None else focus_seqs(conn, doc_id, int(near[0]))
+
+
+def turns_by_seq(conn: Any, doc_id: int, first: int, last: int) -> list[TurnView]:
+    """The session's turns with ``first <= seq <= last``, in order."""
+    rows = conn.execute(
+        f"{_TURN_VIEW} WHERE t.doc_id = ? AND t.seq BETWEEN ? AND ? ORDER BY t.seq", (doc_id, first, last)
+    )
+    return [_view(row) for row in rows]
 
 
 def session_turn_count(conn: Any, doc_id: int) -> int:

@@ -201,10 +201,13 @@ def collection_vector_counts(
             f" AND hash IN ({hashes})",
             (fingerprint, params, collection),
         ).fetchone()[0]
+    # Chunks that have another model's vectors and none of this one's: what `embed` would redo.
     stale = conn.execute(
-        "SELECT count(*) FROM (SELECT DISTINCT hash, seq FROM chunk_vectors WHERE fingerprint != ?"
-        f" AND chunk_params = ? AND window = 0 AND hash IN ({hashes}))",
-        (fingerprint or "", params, collection),
+        "SELECT count(*) FROM (SELECT DISTINCT hash, seq FROM chunk_vectors AS o WHERE fingerprint != ?"
+        f" AND chunk_params = ? AND window = 0 AND hash IN ({hashes}) AND NOT EXISTS (SELECT 1 FROM"
+        " chunk_vectors AS c WHERE c.fingerprint = ? AND c.hash = o.hash AND c.chunk_params ="
+        " o.chunk_params AND c.seq = o.seq AND c.window = 0))",
+        (fingerprint or "", params, collection, fingerprint or ""),
     ).fetchone()[0]
     return int(embedded), int(total), int(stale)
 
@@ -239,6 +242,19 @@ def prune(conn: Any, *, keep_unlinked: bool = False) -> int:
         conn.execute(f"DELETE FROM {vec_table(dims)} WHERE rowid = ?", (embedding_id,))
         conn.execute("DELETE FROM embeddings WHERE id = ?", (embedding_id,))
     return len(orphans)
+
+
+def unlink_superseded(conn: Any, fingerprint: str, family: str) -> int:
+    """Unlink the vectors of ``family`` (the same model file and prompt, an older embedded-text
+    version: fingerprints matching ``family`` as a LIKE pattern) from chunks that now have one of
+    ``fingerprint``: nothing will search them again. ``prune`` then drops the embeddings."""
+    cursor = conn.execute(
+        "DELETE FROM chunk_vectors WHERE fingerprint != ? AND fingerprint LIKE ? AND EXISTS (SELECT 1"
+        " FROM chunk_vectors AS c WHERE c.fingerprint = ? AND c.hash = chunk_vectors.hash AND"
+        " c.chunk_params = chunk_vectors.chunk_params AND c.seq = chunk_vectors.seq AND c.window = 0)",
+        (fingerprint, family, fingerprint),
+    )
+    return int(cursor.rowcount or 0)
 
 
 def unlinked_count(conn: Any) -> int:

@@ -1,0 +1,108 @@
+"""What the user can run when a result says part of the index or a model is missing.
+
+A server is read-only: it never embeds, re-indexes or downloads. When a result or an error says
+something is missing, the agent gets the exact command to hand to its user, with what it does,
+roughly how long it takes and what it costs on disk, so the user can decide.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+# Measured with the MiniLM test model on 2 CPU cores (evals/RESULTS-embed.md): 6.1 chunks/s.
+CHUNKS_PER_SECOND = 6.0
+# The default models' files (models/registry.py DEFAULTS), rounded.
+MODEL_SIZES = {"embed": "about 330 MB", "generate": "about 640 MB", "rerank": "about 640 MB"}
+_ROLE = re.compile(r"\bthe (embed|generate|rerank)(?:ding)? model\b")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return "about a minute or less"
+    if seconds < 90 * 60:
+        return f"about {round(seconds / 60)} minutes"
+    return f"about {seconds / 3600:.1f} hours"
+
+
+def _embed(chunks: int | None) -> str:
+    if not chunks:
+        size = "the collections' chunks"
+        cost = "a few KB of index per chunk"
+    else:
+        size = f"{chunks} chunks"
+        cost = f"about {max(1, chunks * 4 // 1024)} MB of index at 1,024 dimensions"
+        cost += f", {_duration(chunks / CHUNKS_PER_SECOND)} on 2 CPU cores with a small model"
+    return (
+        "`tansaku embed` computes a vector for each chunk that has none, with the local embedding"
+        f" model ({size}; {cost}; chunks already embedded are kept, and an interrupted run resumes)"
+    )
+
+
+def _pull(role: str) -> str:
+    return (
+        f"`tansaku models pull {role}` downloads the default {role} model once into the models folder"
+        f" ({MODEL_SIZES.get(role, 'a few hundred MB')}; a minute or more, depending on the"
+        f" connection; it is the only command that uses the network), or `tansaku models add {role}"
+        " PATH.gguf` uses a file already on the machine"
+    )
+
+
+UPDATE = (
+    "`tansaku update` re-reads the files that changed since they were indexed (unchanged files are"
+    " skipped by size and time, so it takes about as long as reading the changed ones; the index"
+    " grows with their text)"
+)
+
+
+def for_codes(codes: Iterable[tuple[str, str]], pending_chunks: int | None = None) -> list[str]:
+    """One sentence per (code, message) that a user can act on; the order of first appearance."""
+    advice: list[str] = []
+    for code, message in codes:
+        if code in ("NO_VECTORS", "VECTORS_UNAVAILABLE", "STALE_VECTORS"):
+            line = _embed(pending_chunks)
+        elif code == "MODEL_MISSING":
+            role = _ROLE.search(message)
+            line = _pull(role.group(1) if role else "embed")
+        elif code in ("STALE", "INDEX_SCHEMA_MISMATCH"):
+            line = UPDATE
+        elif code == "INDEX_MISSING":
+            line = "`tansaku collection add PATH` creates the index and indexes that folder now"
+        else:
+            continue
+        if line not in advice:
+            advice.append(line)
+    return advice
+
+
+def codes_of(data: Any) -> list[tuple[str, str]]:
+    """The warning and error codes in a result's JSON data, and stale hits as STALE."""
+    found: list[tuple[str, str]] = []
+    if not isinstance(data, dict):
+        return found
+    error = data.get("error")
+    if isinstance(error, dict):
+        found.append((str(error.get("code")), str(error.get("message", ""))))
+    for warning in data.get("warnings") or ():
+        if isinstance(warning, dict):
+            found.append((str(warning.get("code")), str(warning.get("message", ""))))
+    hits = list(data.get("results") or ()) + list(data.get("documents") or ())
+    if data.get("stale") or any(isinstance(h, dict) and h.get("stale") for h in hits):
+        found.append(("STALE", ""))
+    return found
+
+
+def pending_chunks(status: Any) -> int:
+    """Chunks without a vector from the configured model, from a status report."""
+    total = 0
+    for info in status.collections:
+        total += info.unembedded or max(0, info.chunks - info.vectors)
+    return total
+
+
+def text(lines: list[str]) -> str:
+    if not lines:
+        return ""
+    body = "\n".join(f"- {line}" for line in lines)
+    return f"\nFor the user to run (this server is read-only and will not run them):\n{body}\n"

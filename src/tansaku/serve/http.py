@@ -1,0 +1,214 @@
+"""HTTP: MCP Streamable HTTP at /mcp and plain JSON endpoints, on starlette + uvicorn (the stack
+the MCP SDK brings), behind guard.Guard.
+
+JSON endpoints answer what the CLI prints with ``--json``: the same data on success, and the
+same ``{"error": {...}}`` object on failure, with an HTTP status chosen from the error's exit
+code (not found 404, bad input 400, index unusable 503).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .. import __version__
+from ..errors import TansakuError, UsageError
+from . import guard
+from .requests import Service
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8181
+_STATUS_BY_EXIT = {1: 404, 2: 400, 3: 503, 4: 500}
+_STATUS_BY_CODE = {"PATH_REFUSED": 403}
+
+
+class PortInUse(TansakuError):
+    code = "PORT_IN_USE"
+    exit_code = 4
+
+
+class RemoteRefused(TansakuError):
+    code = "REMOTE_REFUSED"
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    allow_remote: bool = False
+    token: str | None = None
+    mode: str = "foreground"  # or "daemon": said by /health and on start
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def check_settings(settings: Settings) -> Settings:
+    """Refuse a network-facing server without --allow-remote, and without a token at all."""
+    token = settings.token if settings.token is not None else (os.environ.get(guard.TOKEN_ENV) or None)
+    if not guard.is_loopback(settings.host):
+        if not settings.allow_remote:
+            raise RemoteRefused(
+                f"{settings.host} is not a loopback address: your documents would be served to the network",
+                hint=f"add --allow-remote and set {guard.TOKEN_ENV}, or bind 127.0.0.1",
+            )
+        if not token:
+            raise RemoteRefused(
+                f"--allow-remote needs a bearer token: set {guard.TOKEN_ENV}",
+                hint=f"e.g. export {guard.TOKEN_ENV}=$(openssl rand -hex 32)",
+            )
+    return Settings(settings.host, settings.port, settings.allow_remote, token, settings.mode)
+
+
+def bind(settings: Settings, in_use_by: Callable[[int], str]) -> socket.socket:
+    """The listening socket, bound before the app starts so a busy port is our clear error."""
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((settings.host, settings.port))
+    except OSError as exc:
+        sock.close()
+        raise PortInUse(
+            f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}{in_use_by(settings.port)}",
+            hint="choose another --port, or stop what uses it",
+            port=settings.port,
+        ) from exc
+    if family in (socket.AF_INET, socket.AF_INET6):
+        # Accepted connections inherit this. Given a socket, uvicorn leaves Nagle on, and a
+        # keep-alive client then waits ~40 ms (delayed ACK) for every response's second write.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.listen(128)
+    return sock
+
+
+def _error(exc: TansakuError) -> JSONResponse:
+    status = _STATUS_BY_CODE.get(exc.code, _STATUS_BY_EXIT.get(exc.exit_code, 400))
+    return JSONResponse({"error": exc.to_dict()}, status_code=status)
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    if not request.headers.get("content-type", "").lower().startswith("application/json"):
+        # A web page can POST text/plain without a preflight; JSON always needs one.
+        raise UsageError("send the request as JSON (Content-Type: application/json)")
+    body = await request.body()  # guard.BodyTooLarge past the limit, answered by the endpoint
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError as exc:
+        raise UsageError(f"the body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError("the body must be a JSON object")
+    return data
+
+
+def _endpoint(
+    service: Service, operation: str, read: Callable[[Request], Awaitable[dict[str, Any]]]
+) -> Callable[[Request], Awaitable[Response]]:
+    async def handle(request: Request) -> Response:
+        try:
+            fields = await read(request)
+            answer = await anyio.to_thread.run_sync(service.call, operation, fields)
+        except guard.BodyTooLarge:
+            return JSONResponse(
+                {"error": {"code": "BODY_TOO_LARGE", "message": "request body too large"}}, status_code=413
+            )
+        except TansakuError as exc:
+            return _error(exc)
+        return JSONResponse(answer.data)
+
+    return handle
+
+
+async def _query_params(request: Request) -> dict[str, Any]:
+    return dict(request.query_params)
+
+
+async def _nothing(request: Request) -> dict[str, Any]:
+    return {}
+
+
+def routes(service: Service, settings: Settings) -> list[Route]:
+    async def health(request: Request) -> Response:
+        return JSONResponse({"ok": True, "pid": os.getpid(), "version": __version__, "mode": settings.mode})
+
+    post = ["POST"]
+    return [
+        Route("/health", health, methods=["GET"]),
+        Route("/status", _endpoint(service, "status", _nothing), methods=["GET"]),
+        Route("/get", _endpoint(service, "get", _query_params), methods=["GET"]),
+        Route("/search", _endpoint(service, "search", _json_body), methods=post),
+        Route("/vsearch", _endpoint(service, "vsearch", _json_body), methods=post),
+        Route("/query", _endpoint(service, "query", _json_body), methods=post),
+        Route("/multi-get", _endpoint(service, "multi_get", _json_body), methods=post),
+    ]
+
+
+def app(service: Service, settings: Settings) -> guard.Guard:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from .mcp import build
+
+    server = build(service)
+    inner = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        # Guard checks Host and Origin for every route (with 403, the SDK's own check answers 421).
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_body_size=guard.MAX_BODY_BYTES,
+        host=settings.host,
+        custom_starlette_routes=routes(service, settings),
+    )
+    hosts = None if guard.is_wildcard(settings.host) else guard.allowed_hosts(settings.host, settings.port)
+    return guard.Guard(inner, hosts=hosts, token=settings.token)
+
+
+def banner(service: Service, settings: Settings) -> str:
+    api = service.api
+    stop = "`tansaku mcp stop`" if settings.mode == "daemon" else "Ctrl-C (or SIGTERM)"
+    lines = [
+        f"tansaku {__version__} serving on {settings.url} (pid {os.getpid()}, {settings.mode})",
+        f"  MCP (Streamable HTTP): {settings.url}/mcp",
+        "  JSON: POST /search /vsearch /query /multi-get, GET /get /status /health",
+        f"  config: {api.config_path}",
+        f"  index:  {api.index_path}",
+        f"  stop:   {stop}",
+    ]
+    if settings.token:
+        lines.append(f"  requests need: Authorization: Bearer ${guard.TOKEN_ENV}")
+    return "\n".join(lines) + "\n"
+
+
+def serve(index_name: str | None, settings: Settings, in_use_by: Callable[[int], str]) -> None:
+    """Run in the foreground until SIGINT or SIGTERM."""
+    import uvicorn
+
+    settings = check_settings(settings)
+    sock = bind(settings, in_use_by)
+    if settings.port == 0:  # the OS chose one: say which
+        settings = Settings(
+            settings.host, sock.getsockname()[1], settings.allow_remote, settings.token, settings.mode
+        )
+    if not guard.is_loopback(settings.host):
+        sys.stderr.write(
+            f"warning: serving {settings.host} beyond this machine; every request needs the bearer token\n"
+        )
+    service = Service(index_name)
+    application = app(service, settings)
+    sys.stdout.write(banner(service, settings))
+    sys.stdout.flush()
+    config = uvicorn.Config(
+        application, log_level="warning", lifespan="on", timeout_graceful_shutdown=3, access_log=False
+    )
+    uvicorn.Server(config).run(sockets=[sock])

@@ -1,0 +1,310 @@
+"""The MCP server (the official SDK's low-level ``Server``): tools, document resources and
+instructions, over stdio or mounted at /mcp by http.py.
+
+The low-level server rather than the decorator one: the tools' JSON schemas are written out here
+for an agent to read, and ``structuredContent`` is exactly the CLI's ``--json`` data, not a shape
+inferred from type hints.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+from .. import __version__
+from ..errors import TansakuError
+from ..paths import VIRTUAL_PREFIX
+from . import advice
+from .requests import MAX_SEARCHES, SEARCH_KINDS, Answer, Service
+from .summary import instructions
+
+RESOURCE_PAGE = 200  # documents per resources/list page
+
+_QUERY = {"type": "string", "description": "what to look for"}
+_COLLECTIONS = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "search only these collections (default: every included collection)",
+}
+_LIMIT = {"type": "integer", "minimum": 1, "description": "how many results (default 20)"}
+_ALL = {"type": "boolean", "description": "every result instead of a limit"}
+_FULL = {"type": "boolean", "description": "the whole document with each result instead of a snippet"}
+
+
+def _score(default: float, what: str) -> dict[str, Any]:
+    return {
+        "type": "number",
+        "minimum": 0,
+        "maximum": 1,
+        "description": f"drop results whose {what} is below this (default {default:g})",
+    }
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+TOOLS: list[types.Tool] = [
+    types.Tool(
+        name="query",
+        description=(
+            "Hybrid search, the best first choice: keyword (BM25) and vector results fused by"
+            " reciprocal rank. Give `query` as words or a question, or `searches`: typed"
+            f" sub-searches (at most {MAX_SEARCHES}), lex for exact words, names and options, vec"
+            " for a question in plain words, hyde for a sentence a good answer would contain."
+            " `no_expand` and `no_rerank` skip the local generate and rerank models (faster)."
+            " With `pack`, returns the best passages whole with citations instead of results."
+        ),
+        input_schema=_schema(
+            {
+                "query": _QUERY,
+                "searches": {
+                    "type": "array",
+                    "maxItems": MAX_SEARCHES,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "type": {"type": "string", "enum": list(SEARCH_KINDS)},
+                            "query": {"type": "string", "description": "one line"},
+                        },
+                        "required": ["type", "query"],
+                    },
+                    "description": "a query document instead of `query`: each line its own list",
+                },
+                "intent": {
+                    "type": "string",
+                    "description": "what the search is for (steers expansion and reranking; not searched)",
+                },
+                "collections": _COLLECTIONS,
+                "limit": _LIMIT,
+                "all": _ALL,
+                "min_score": _score(0, "fused score"),
+                "full": _FULL,
+                "candidate_limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "documents each list contributes to the fusion (default 40)",
+                },
+                "no_expand": {"type": "boolean", "description": "do not expand the query with a model"},
+                "no_rerank": {"type": "boolean", "description": "do not rerank with a model"},
+                "rerank_budget": {
+                    "type": "number",
+                    "minimum": 0,
+                    "description": "seconds the reranker may take",
+                },
+                "explain": {"type": "boolean", "description": "each result's ranks and fusion parts"},
+                "pack": {"type": "boolean", "description": "return whole passages with citations"},
+                "max_items": {"type": "integer", "minimum": 1, "description": "pack: at most this many (8)"},
+                "max_bytes": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "pack: at most these bytes (10240)",
+                },
+            },
+            [],
+        ),
+    ),
+    types.Tool(
+        name="search",
+        description=(
+            'Keyword search (BM25), no model: words, "phrases", -word to exclude, prefix*, names'
+            " such as os.path.join, options such as --user. One or two words must all appear;"
+            " longer queries rank by the words they contain."
+        ),
+        input_schema=_schema(
+            {
+                "query": _QUERY,
+                "collections": _COLLECTIONS,
+                "limit": _LIMIT,
+                "all": _ALL,
+                "min_score": _score(0, "score"),
+                "full": _FULL,
+            },
+            ["query"],
+        ),
+    ),
+    types.Tool(
+        name="vsearch",
+        description=(
+            "Search by meaning with the local embedding model: the nearest chunks, best chunk per"
+            " document. Needs vectors (`tansaku embed`)."
+        ),
+        input_schema=_schema(
+            {
+                "query": _QUERY,
+                "collections": _COLLECTIONS,
+                "limit": _LIMIT,
+                "all": _ALL,
+                "min_score": _score(0.3, "cosine similarity"),
+                "full": _FULL,
+            },
+            ["query"],
+        ),
+    ),
+    types.Tool(
+        name="get",
+        description=(
+            "Read a document, or a range of its lines, by tansaku:// path, collection/path or"
+            " #docid (as given in results). A suffix :FROM:COUNT also selects lines."
+            " Long documents are cut at a line and say so (default 262144 bytes)."
+        ),
+        input_schema=_schema(
+            {
+                "ref": {
+                    "type": "string",
+                    "description": "tansaku://COLLECTION/PATH, COLLECTION/PATH or #docid",
+                },
+                "from_line": {"type": "integer", "minimum": 1, "description": "first line (1-based)"},
+                "max_lines": {"type": "integer", "minimum": 1, "description": "at most this many lines"},
+                "max_bytes": {"type": "integer", "minimum": 1, "description": "at most this many bytes"},
+            },
+            ["ref"],
+        ),
+    ),
+    types.Tool(
+        name="multi_get",
+        description=(
+            "Read several documents: a glob over tansaku:// paths ('notes/**/*.md'), a comma list,"
+            " or docids. Files over max_bytes (default 10240) are skipped and listed, never cut."
+        ),
+        input_schema=_schema(
+            {
+                "pattern": {"type": "string", "description": "glob, comma list or docids"},
+                "max_lines": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "at most this many lines per file",
+                },
+                "max_bytes": {"type": "integer", "minimum": 1, "description": "skip files larger than this"},
+            },
+            ["pattern"],
+        ),
+    ),
+    types.Tool(
+        name="status",
+        description="The index: collections and their counts, contexts, what is pending, the models.",
+        input_schema=_schema({}, []),
+    ),
+]
+for _tool in TOOLS:
+    _tool.annotations = types.ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True
+    )
+
+
+def tool_result(answer: Answer, service: Service) -> types.CallToolResult:
+    notes = advice.for_codes(advice.codes_of(answer.data), _pending(service, answer.data))
+    # structuredContent must be an object on the older protocol versions; every result already is.
+    return types.CallToolResult(
+        content=[types.TextContent(text=answer.text + advice.text(notes))],
+        structured_content=answer.data,
+    )
+
+
+def error_result(exc: TansakuError, service: Service) -> types.CallToolResult:
+    data = {"error": exc.to_dict()}
+    lines = [f"error [{exc.code}]: {exc.message}"] + ([f"hint: {exc.hint}"] if exc.hint else [])
+    notes = advice.for_codes(advice.codes_of(data), _pending(service, data))
+    return types.CallToolResult(
+        content=[types.TextContent(text="\n".join(lines) + "\n" + advice.text(notes))],
+        structured_content=data,
+        is_error=True,
+    )
+
+
+def _pending(service: Service, data: Any) -> int | None:
+    codes = {code for code, _ in advice.codes_of(data)}
+    if not codes & {"NO_VECTORS", "VECTORS_UNAVAILABLE", "STALE_VECTORS"}:
+        return None
+    try:
+        return advice.pending_chunks(service.api.status())
+    except TansakuError:
+        return None
+
+
+def build(service: Service) -> Server[Any]:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=TOOLS)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        try:
+            answer = await anyio.to_thread.run_sync(service.call, params.name, arguments)
+        except TansakuError as exc:
+            return error_result(exc, service)
+        return tool_result(answer, service)
+
+    async def list_resources(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        start = int(params.cursor) if params is not None and params.cursor and params.cursor.isdigit() else 0
+        entries = await anyio.to_thread.run_sync(_documents, service)
+        page = entries[start : start + RESOURCE_PAGE]
+        more = start + RESOURCE_PAGE < len(entries)
+        resources = [
+            types.Resource(
+                uri=e.virtual_path, name=e.title or e.virtual_path, mime_type="text/markdown", size=e.size
+            )
+            for e in page
+        ]
+        return types.ListResourcesResult(
+            resources=resources, next_cursor=str(start + RESOURCE_PAGE) if more else None
+        )
+
+    async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        template = types.ResourceTemplate(
+            uri_template=VIRTUAL_PREFIX + "{collection}/{path}",
+            name="document",
+            description="an indexed document by its virtual path (as in search results)",
+            mime_type="text/markdown",
+        )
+        return types.ListResourceTemplatesResult(resource_templates=[template])
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if not uri.startswith(VIRTUAL_PREFIX):
+            raise ValueError(f"not a tansaku resource: {uri}")
+        try:
+            answer = await anyio.to_thread.run_sync(service.call, "get", {"ref": uri, "line_numbers": False})
+        except TansakuError as exc:
+            raise ValueError(json.dumps(exc.to_dict())) from exc
+        text = "\n".join(answer.data["lines"]) + ("\n" if answer.data["lines"] else "")
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")]
+        )
+
+    return Server(
+        "tansaku",
+        version=__version__,
+        instructions=instructions(service.api),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+    )
+
+
+def _documents(service: Service) -> list[Any]:
+    entries: list[Any] = []
+    for info in service.api.collections():
+        entries.extend(service.api.ls(info.collection.name))
+    return entries
+
+
+def run_stdio(index_name: str | None) -> None:
+    """Serve one client over stdin and stdout until it closes stdin."""
+    from mcp.server.stdio import stdio_server
+
+    service = Service(index_name)
+    server = build(service)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)

@@ -1,0 +1,302 @@
+"""The requests a server answers, checked once and mapped onto ``Tansaku``: MCP tools and the JSON
+endpoints both come through here, so the two transports cannot drift apart.
+
+Field names are the CLI's option names (their argparse ``dest``: ``limit`` for ``-n``,
+``collections`` for ``-c``, ``min_score`` for ``--min-score``...); the short spellings and the
+hyphenated ones are accepted too. Defaults are the CLI's for ``--json``, taken from the CLI and
+the API rather than restated, so a request and the same command give the same results.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from ..api import Tansaku
+from ..cli.query import check_pack_options
+from ..cli.search import result_limit
+from ..errors import UsageError
+from ..render import RenderOptions, render
+from ..render.jsonfmt import render_pack, to_data
+from .guard import check_ref, check_refs
+
+# Spellings a caller may use for a field, mapped to the CLI's dest names.
+_ALIASES = {
+    "n": "limit",
+    "c": "collections",
+    "collection": "collections",
+    "l": "max_lines",
+    "from": "from_line",
+    "C": "candidate_limit",
+    "role": "roles",
+}
+SEARCH_KINDS = ("lex", "vec", "hyde")
+MAX_SEARCHES = 10  # the query document's own limit (hybrid/document.py) says why; checked there too
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a request returns: the CLI's JSON data, and the CLI's text for people and agents."""
+
+    data: Any
+    text: str
+
+
+def normalise(raw: Mapping[str, Any]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = key if key == "C" else key.replace("-", "_")
+        name = _ALIASES.get(name, name)
+        if value is not None:
+            fields[name] = value
+    return fields
+
+
+class Fields:
+    """Typed reads of a request's fields; a wrong type or an unknown field is a usage error."""
+
+    def __init__(self, raw: Mapping[str, Any], known: set[str]) -> None:
+        self.values = normalise(raw)
+        unknown = sorted(set(self.values) - known)
+        if unknown:
+            raise UsageError(
+                f"unknown field(s): {', '.join(unknown)}", hint=f"known: {', '.join(sorted(known))}"
+            )
+
+    def text(self, name: str, *, required: bool = False) -> str | None:
+        value = self.values.get(name)
+        if value is None:
+            if required:
+                raise UsageError(f"missing field {name!r}")
+            return None
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = " ".join(value)  # query words, as the CLI joins them
+        if not isinstance(value, str):
+            raise UsageError(f"field {name!r} must be a string")
+        return value
+
+    def texts(self, name: str) -> list[str]:
+        value = self.values.get(name, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"field {name!r} must be a string or a list of strings")
+        return value
+
+    def flag(self, name: str) -> bool:
+        value = self.values.get(name, False)
+        if isinstance(value, str) and value.lower() in ("true", "1", "false", "0", ""):
+            return value.lower() in ("true", "1")  # query strings carry flags as text
+        if not isinstance(value, bool):
+            raise UsageError(f"field {name!r} must be true or false")
+        return value
+
+    def count(self, name: str) -> int | None:
+        value = self.values.get(name)
+        if value is None:
+            return None
+        if isinstance(value, str) and value.isdigit():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"field {name!r} must be a whole number of 1 or more")
+        return value
+
+    def number(self, name: str, *, low: float, high: float | None = None) -> float | None:
+        value = self.values.get(name)
+        if value is None:
+            return None
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise UsageError(f"field {name!r} must be a number") from None
+        if isinstance(value, bool) or not (number >= low and (high is None or number <= high)):
+            bounds = f"between {low:g} and {high:g}" if high is not None else f"{low:g} or more"
+            raise UsageError(f"field {name!r} must be {bounds}")
+        return number
+
+
+def _limit(f: Fields) -> int | None:
+    # The CLI's own rule, with the format of a script (json): -n, else 20; --all is no limit.
+    return result_limit(
+        SimpleNamespace(all=f.flag("all"), limit=f.count("limit")), SimpleNamespace(fmt="json")
+    )
+
+
+def _optional(**values: Any) -> dict[str, Any]:
+    # Options the request leaves out keep the API's defaults (the CLI's), never a copy of them.
+    return {key: value for key, value in values.items() if value is not None}
+
+
+_RESULT_FIELDS = {"query", "limit", "all", "min_score", "full", "collections", "line_numbers", "full_path"}
+_TRANSCRIPT_FIELDS = {"level", "roles", "since", "until", "project"}
+
+
+def _search(api: Tansaku, f: Fields) -> Any:
+    return api.search_levels(
+        f.text("query", required=True) or "",
+        collections=f.texts("collections"),
+        level=f.text("level"),
+        roles=f.texts("roles"),
+        since=f.text("since"),
+        until=f.text("until"),
+        project=f.text("project"),
+        limit=_limit(f),
+        **_optional(min_score=f.number("min_score", low=0, high=1)),
+        full=f.flag("full"),
+    )
+
+
+def _vsearch(api: Tansaku, f: Fields) -> Any:
+    return api.vsearch(
+        f.text("query", required=True) or "",
+        collections=f.texts("collections"),
+        limit=_limit(f),
+        **_optional(min_score=f.number("min_score", low=0, high=1)),
+        full=f.flag("full"),
+    )
+
+
+def query_text(f: Fields) -> str:
+    """The query, or the query document made of the typed sub-searches (one line each)."""
+    searches = f.values.get("searches")
+    text = f.text("query")
+    if searches is None:
+        if text is None:
+            raise UsageError("missing field 'query' (or 'searches')")
+        return text
+    if text is not None:
+        raise UsageError("give either 'query' or 'searches', not both")
+    if not isinstance(searches, list) or not searches:
+        raise UsageError("field 'searches' must be a non-empty list of {type, query} objects")
+    lines = []
+    for item in searches:
+        kind = item.get("type") if isinstance(item, dict) else None
+        words = item.get("query") if isinstance(item, dict) else None
+        if kind not in SEARCH_KINDS or not isinstance(words, str) or "\n" in words:
+            raise UsageError(
+                f"each search needs a type ({', '.join(SEARCH_KINDS)}) and a one-line query: {item!r}"
+            )
+        lines.append(f"{kind}: {words}")
+    return "\n".join(lines)
+
+
+def _query(api: Tansaku, f: Fields) -> Any:
+    pack = f.flag("pack")
+    max_items, max_bytes = f.count("max_items"), f.count("max_bytes")
+    check_pack_options(
+        pack=pack,
+        limit=f.count("limit"),
+        all=f.flag("all"),
+        full=f.flag("full"),
+        explain=f.flag("explain"),
+        max_items=max_items,
+        max_bytes=max_bytes,
+    )
+    common = {
+        "collections": f.texts("collections"),
+        "intent": f.text("intent"),
+        "expand": not f.flag("no_expand"),
+        "rerank": not f.flag("no_rerank"),
+        "rerank_budget": f.number("rerank_budget", low=0),
+        **_optional(
+            min_score=f.number("min_score", low=0, high=1), candidate_limit=f.count("candidate_limit")
+        ),
+    }
+    if pack:
+        return api.pack(query_text(f), **_optional(max_items=max_items, max_bytes=max_bytes), **common)
+    return api.query(query_text(f), limit=_limit(f), full=f.flag("full"), explain=f.flag("explain"), **common)
+
+
+def _get(api: Tansaku, f: Fields) -> Any:
+    ref = check_ref(f.text("ref", required=True) or "")
+    return api.get(
+        ref,
+        from_line=f.count("from_line"),
+        max_lines=f.count("max_lines"),
+        max_bytes=f.count("max_bytes"),
+    )
+
+
+def _multi_get(api: Tansaku, f: Fields) -> Any:
+    pattern = check_refs(f.text("pattern", required=True) or "")
+    return api.multi_get(pattern, max_lines=f.count("max_lines"), max_bytes=f.count("max_bytes"))
+
+
+def _status(api: Tansaku, f: Fields) -> Any:
+    return api.status()
+
+
+@dataclass(frozen=True)
+class Operation:
+    run: Callable[[Tansaku, Fields], Any]
+    fields: frozenset[str]
+    line_numbers: bool  # the CLI's default for this command's text (get and multi-get number lines)
+    models: bool  # may load a model or the vector cache, which are not safe to share across threads
+
+
+OPERATIONS: dict[str, Operation] = {
+    "search": Operation(_search, frozenset(_RESULT_FIELDS | _TRANSCRIPT_FIELDS), False, False),
+    "vsearch": Operation(_vsearch, frozenset(_RESULT_FIELDS), False, True),
+    "query": Operation(
+        _query,
+        frozenset(
+            _RESULT_FIELDS
+            | {"searches", "candidate_limit", "intent", "no_expand", "no_rerank", "rerank_budget"}
+            | {"explain", "pack", "max_items", "max_bytes"}
+        ),
+        False,
+        True,
+    ),
+    "get": Operation(
+        _get,
+        frozenset({"ref", "from_line", "max_lines", "max_bytes", "line_numbers", "full_path"}),
+        True,
+        False,
+    ),
+    "multi_get": Operation(
+        _multi_get, frozenset({"pattern", "max_lines", "max_bytes", "line_numbers", "full_path"}), True, False
+    ),
+    "status": Operation(_status, frozenset(), False, False),
+}
+
+
+def json_data(result: Any) -> Any:
+    """The CLI's ``--json`` output as data (a pack keeps its documented key order)."""
+    from ..types import ContextPack
+
+    if isinstance(result, ContextPack):
+        return json.loads(render_pack(result, RenderOptions()))
+    return to_data(result)
+
+
+class Service:
+    """One long-lived ``Tansaku`` shared by every request of a server process.
+
+    Keyword searches and reads run side by side (each opens its own read connection); requests
+    that may use a model or the in-memory vectors take turns, because a llama.cpp context and the
+    vector cache's first load are not safe to share between threads.
+    """
+
+    def __init__(self, index_name: str | None = None) -> None:
+        self.api = Tansaku(index_name, keep_vectors=True)
+        self._models = threading.Lock()
+
+    def call(self, name: str, raw: Mapping[str, Any]) -> Answer:
+        operation = OPERATIONS.get(name)
+        if operation is None:
+            raise UsageError(f"unknown operation {name!r}", hint=f"one of: {', '.join(OPERATIONS)}")
+        fields = Fields(raw, set(operation.fields))
+        if operation.models:
+            with self._models:
+                result = operation.run(self.api, fields)
+        else:
+            result = operation.run(self.api, fields)
+        line_numbers = fields.values.get("line_numbers", operation.line_numbers)
+        options = RenderOptions(line_numbers=bool(line_numbers), full_path=fields.flag("full_path"))
+        fmt = "cli"
+        text = render(result, fmt, options)
+        return Answer(json_data(result), text)
