@@ -166,6 +166,7 @@ def main() -> None:
     index = work / "index.sqlite"
     with sqlite3.connect(source) as src, sqlite3.connect(index) as dst:
         src.backup(dst)  # a consistent copy even while the eval index is open elsewhere
+    clear_cache(index)  # run_evals may have cached these queries' expansions
     env = dict(os.environ)
     env.update(
         TANSAKU_CONFIG_DIR=str(CACHE / "tansaku-config"),

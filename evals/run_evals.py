@@ -90,6 +90,12 @@ def markdown(reports: list[dict], command: str) -> str:
         "before and after issue 9 (Hit@1, Hit@3, MRR@10 per set and kind, beside `bm25-or`):",
         "[RESULTS-keyword.md](RESULTS-keyword.md).",
         "",
+        "`query-fused` is `query --no-expand --no-rerank` (keyword and vector lists fused); `query` runs",
+        "every step with the generate and rerank models named in the command, within the default",
+        "rerank budget, so its rows depend on those models and on the machine's speed. The test models",
+        "(Gemma 3 270M, a base model, as generator; the tests' MiniLM cross-encoder, whose head is a",
+        "fitted probe, as reranker) exercise the steps; they are not rankers of quality.",
+        "",
     ]
     for report in reports:
         rec = report["record"]

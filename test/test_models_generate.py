@@ -412,3 +412,18 @@ def test_real_expansion_is_grammar_shaped_and_stops_at_its_timeout(generator: An
     assert all(line.split(": ", 1)[0] in ("lex", "vec", "hyde") for line in lines[:-1] if line)
     result = expand_query(QUERY, CountingGenerator(generator), None, timeout=0.0)
     assert result.warnings and result.warnings[0].code == "TIMEOUT"
+
+
+def test_a_line_made_only_of_the_querys_own_words_is_dropped() -> None:
+    # A base model often answers with a part of the query: it adds no word to find, and as its
+    # own list it only reweighs the query's words (measured: it moved zh-docs ranks both ways).
+    parsed = parse_expansion(
+        "lex: 系统时间不一致\nlex: 系统 时间 日志\nvec: read file line by line\nvec: read a file in python\n",
+        "系统时间和硬件时间不一致怎么办",
+    )
+    assert parsed["lex"] == ["系统 时间 日志"]
+    english = parse_expansion("lex: read file line by line\nlex: read file lines python\n", QUERY_READ)
+    assert english["lex"] == ["read file lines python"]
+
+
+QUERY_READ = "how do I read a file line by line"

@@ -1,4 +1,4 @@
-"""Which model each role uses (config > env > default), where hf: files live, `models add|list|path`."""
+"""Which model each role uses (env > config > default), where hf: files live, `models add|list|path`."""
 
 from __future__ import annotations
 
@@ -54,17 +54,31 @@ def test_defaults_are_hf_references_mapped_into_the_models_cache(config_path: Pa
     assert not model_dir.exists()  # resolving creates nothing, downloads nothing
 
 
-def test_config_beats_env_beats_default(
+def test_env_beats_config_beats_default(
     config_path: Path, gguf_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setenv("TANSAKU_EMBED_MODEL", "hf:env-org/env-repo/env.gguf")
-    monkeypatch.setenv("TANSAKU_GENERATE_MODEL", str(gguf_file))
-    write_config(config_path, f'[models]\nembed = "{gguf_file}"\n')
+    write_config(config_path, f'[models]\nembed = "{gguf_file}"\ngenerate = "{gguf_file}"\n')
     refs = {r.role: r for r in registry.resolve_all(config_path)}
-    assert (refs["embed"].source, refs["embed"].reference) == ("config", str(gguf_file))
-    assert refs["embed"].present and refs["embed"].size == gguf_file.stat().st_size
-    assert (refs["generate"].source, refs["generate"].local_path) == ("env", gguf_file)
+    assert (refs["embed"].source, refs["embed"].reference) == ("env", "hf:env-org/env-repo/env.gguf")
+    assert not refs["embed"].present  # the environment wins even over a file that exists
+    assert (refs["generate"].source, refs["generate"].local_path) == ("config", gguf_file)
+    assert refs["generate"].present and refs["generate"].size == gguf_file.stat().st_size
     assert (refs["rerank"].source, refs["rerank"].reference) == ("default", registry.DEFAULTS["rerank"])
+    monkeypatch.setenv("TANSAKU_EMBED_MODEL", "  ")  # blank: unset, so the config applies again
+    assert registry.resolve("embed", config_path).source == "config"
+
+
+def test_models_add_says_when_the_environment_overrides_it(cli, gguf_file: Path, monkeypatch):
+    monkeypatch.setenv("TANSAKU_EMBED_MODEL", HF_EMBED)
+    result = cli("models", "add", "embed", gguf_file, "--json")
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    assert (data["source"], data["reference"]) == ("env", HF_EMBED)
+    assert "TANSAKU_EMBED_MODEL is set and wins over the config" in data["message"]
+    monkeypatch.delenv("TANSAKU_EMBED_MODEL")
+    rows = {m["role"]: m for m in cli("models", "list", "--json").json()["models"]}
+    assert (rows["embed"]["source"], rows["embed"]["reference"]) == ("config", str(gguf_file))
 
 
 def test_env_hf_reference_and_an_empty_env_var(config_path: Path, model_dir: Path, monkeypatch):
@@ -178,6 +192,7 @@ def test_models_add_rejects_an_unknown_role(cli, gguf_file: Path):
 
 
 def test_models_list_shows_source_presence_size_and_dims(cli, gguf_file: Path, model_dir: Path, monkeypatch):
+    monkeypatch.delenv("TANSAKU_THREADS", raising=False)
     monkeypatch.setenv("TANSAKU_GENERATE_MODEL", HF_EMBED)
     assert cli("models", "add", "embed", gguf_file).exit_code == 0
     result = cli("models", "list", "--json")
@@ -202,8 +217,12 @@ def test_models_list_shows_source_presence_size_and_dims(cli, gguf_file: Path, m
     embed_line = next(line for line in text.splitlines() if line.startswith("embed "))
     assert "present" in embed_line and "384" in embed_line and "config" in embed_line
     generate_line = next(line for line in text.splitlines() if line.startswith("generate "))
-    assert "missing" in generate_line and HF_EMBED in generate_line
+    assert "missing" in generate_line and HF_EMBED in generate_line and "env" in generate_line
     assert "tansaku models pull" in text
+    assert "threads: auto [default]" in text
+    assert data["threads"] == {"value": "auto", "source": "default", "problem": None}
+    monkeypatch.setenv("TANSAKU_THREADS", "3")
+    assert cli("models", "list", "--json").json()["threads"]["source"] == "env"
 
 
 def test_models_list_shows_unknown_dims_as_a_question_mark(cli, tmp_path: Path):

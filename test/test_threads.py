@@ -1,4 +1,4 @@
-"""llama.cpp's thread count: the setting (config > env > default), its validation, and that the
+"""llama.cpp's thread count: the setting (env > config > default), its validation, and that the
 models really compute with the chosen count (read back from llama.cpp's context)."""
 
 from __future__ import annotations
@@ -44,19 +44,20 @@ def test_default_is_automatic_one_thread_per_query(config_path: Path):
     assert resolve_threads(config_path).source == "default"
 
 
-def test_config_beats_env_beats_default(config_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_env_beats_config_beats_default(config_path: Path, monkeypatch: pytest.MonkeyPatch):
+    write_config(config_path, "[models]\nthreads = 2\n")
+    assert resolve_threads(config_path) == ThreadSetting(2, "config")
     monkeypatch.setenv(ENV, " 3 ")
     assert resolve_threads(config_path) == ThreadSetting(3, "env")
     assert (resolve_threads(config_path).batch, resolve_threads(config_path).query) == (3, 3)
-    write_config(config_path, "[models]\nthreads = 2\n")
+    # "auto" in the environment undoes the config's count for one run.
+    monkeypatch.setenv(ENV, "AUTO")
+    assert resolve_threads(config_path) == ThreadSetting(None, "env")
+    monkeypatch.setenv(ENV, "")  # blank is unset: the config applies
     assert resolve_threads(config_path) == ThreadSetting(2, "config")
-    # "auto" in the config undoes the environment variable; in the environment it is the default.
     write_config(config_path, '[models]\nthreads = "auto"\n')
     assert resolve_threads(config_path) == ThreadSetting(None, "config")
     config_path.unlink()
-    monkeypatch.setenv(ENV, "AUTO")
-    assert resolve_threads(config_path) == ThreadSetting(None, "env")
-    monkeypatch.setenv(ENV, "")
     assert resolve_threads(config_path) == ThreadSetting(None, "default")
 
 
@@ -220,10 +221,13 @@ def test_embed_and_vsearch_pass_the_setting_to_the_embedder(
     api.embed(force=True)
     assert (embedder.thread_setting, embedder.threads) == (2, 2)
     write_config(config_path, config_path.read_text(encoding="utf-8") + "\n[models]\nthreads = 1\n")
-    api.vsearch("restore a file from a snapshot")
-    assert (embedder.thread_setting, embedder.threads) == (1, 1)  # config beats env
     api.embed(force=True)
+    assert (embedder.thread_setting, embedder.threads) == (2, 2)  # env beats config
+    monkeypatch.delenv(ENV)
+    api.vsearch("restore a file from a snapshot")
     assert (embedder.thread_setting, embedder.threads) == (1, 1)
+    api.embed(force=True)
+    assert (embedder.thread_setting, embedder.threads) == (1, 1)  # the config's count
 
 
 @requires_llama

@@ -250,7 +250,13 @@ class Tansaku:
 
     def set_chunk_strategy(self, name: str, strategy: str) -> Collection:
         config = self.config()
-        updated = replace(self._collection(config, name), chunk_strategy=strategy)
+        current = self._collection(config, name)
+        if current.type != "files" and strategy != "regex":
+            raise UsageError(
+                f"{name} is a {current.type} transcript collection: its chunks are its turns",
+                hint="chunk strategies apply to collections of files",
+            )
+        updated = replace(current, chunk_strategy=strategy)
         settings.save(self.config_path, config.with_collection(updated))
         return updated
 
@@ -442,6 +448,7 @@ class Tansaku:
         expand: bool = True,
         rerank: bool = True,
         rerank_budget: float | None = None,
+        levels: dict[str, Any] | None = None,
     ) -> SearchResult:
         """Hybrid search (hybrid/run.py): probe, expansion, keyword and vector lists fused by
         weighted RRF, reranking within ``rerank_budget`` seconds.
@@ -458,7 +465,15 @@ class Tansaku:
         with (
             self._reader() as conn,
             query_steps(
-                self, conn, collections, pool, full, expand=expand, rerank=rerank, budget=rerank_budget
+                self,
+                conn,
+                collections,
+                pool,
+                full,
+                expand=expand,
+                rerank=rerank,
+                budget=rerank_budget,
+                levels=levels,
             ) as steps,
         ):
             return run_query(
@@ -631,6 +646,12 @@ class Tansaku:
         from .inspect.status import status_report
 
         return status_report(self.config(), self.config_path, self.index_path)
+
+    def doctor(self, *, deep: bool = False) -> list[Any]:
+        """Health checks (``DoctorCheck``: ok / warn / fail with a fix); read-only."""
+        from .inspect.doctor import run_doctor
+
+        return run_doctor(self.config_path, self.index_path, deep=deep)
 
     # --- agent transcripts (issue 13): thin wiring over config/, search/ and retrieve/ -----------
 

@@ -341,6 +341,8 @@ class StatusReport:
     embed_model: str | None = None  # the configured embedding model file, when it is present
     embed_window: int | None = None  # tokens per vector window of that model (as last used by embed)
     model_threads: str | None = None  # the llama.cpp thread setting and where it comes from
+    # Every setting with its source (flag, env, config, default): tansaku.precedence.SettingSource
+    settings: tuple[Any, ...] = ()
 
 
 @_deferred(frozen=True)
@@ -471,6 +473,16 @@ class ContextPack:
     omitted: int  # candidate items left out whole because they did not fit
     warnings: tuple[Notice, ...] = ()
     used: str | None = None  # the retrievals the query ran ("keyword+vector", "keyword")
+
+
+@_deferred(frozen=True)
+class DoctorCheck:
+    """One finding of `tansaku doctor`: ok, warn or fail, with the command that fixes it."""
+
+    check: str  # e.g. "config", "index.fts", "model.embed", "device.cpu"
+    status: str  # "ok" | "warn" | "fail"
+    detail: str
+    fix: str | None = None  # the exact command (or edit) that fixes it; None when nothing to do
 
 
 # The deferred classes leave the module namespace, so that a look-up reaches __getattr__ (PEP 562).

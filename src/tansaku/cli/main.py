@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from .. import __version__
-from . import admin, bench, collections, models, query, search, serve, sessions, vectors
+from . import admin, bench, collections, doctor, models, query, search, serve, sessions, vectors
 from .common import CommandParser, Output, add_index_option
 
 EXIT_INTERNAL = 70
@@ -26,6 +26,7 @@ _GROUPS: tuple[ModuleType, ...] = (
     search,
     sessions,
     admin,
+    doctor,
     vectors,
     query,
     models,
@@ -46,6 +47,7 @@ _COMMAND_GROUPS: dict[str, ModuleType] = {
     "update": admin,
     "status": admin,
     "context": admin,
+    "doctor": doctor,
     "embed": vectors,
     "vsearch": vectors,
     "query": query,

@@ -76,10 +76,12 @@ def _ref_data(ref: Any, dims: int | None) -> dict[str, Any]:
 
 
 def _list(args: argparse.Namespace, out: Output) -> int:
+    from ..inspect.settings import thread_setting
     from ..models import registry
     from ..render.admin import human_size, table
 
-    refs = registry.resolve_all(api_for(args).config_path)
+    config_path = api_for(args).config_path
+    refs = registry.resolve_all(config_path)
     dims = {r.role: registry.embedding_length(r.local_path) if r.present else None for r in refs}
     rows = [["role", "status", "size", "dims", "source", "reference"]]
     for r in refs:
@@ -88,6 +90,9 @@ def _list(args: argparse.Namespace, out: Output) -> int:
         rows.append([r.role, "present" if r.present else "missing", size, shown_dims, r.source, r.reference])
     lines = table(rows, right=frozenset({2, 3}))
     lines += ["", "local files:"] + [f"  {r.role:<9} {r.local_path}" for r in refs]
+    threads = thread_setting(config_path)
+    lines += ["", f"threads: {threads.describe()}" + (f" ({threads.problem})" if threads.problem else "")]
+    lines += ["source: env (TANSAKU_ROLE_MODEL) > config ([models] ROLE) > default"]
     if any(not r.present and r.hf for r in refs):
         lines += [
             "",
@@ -97,6 +102,7 @@ def _list(args: argparse.Namespace, out: Output) -> int:
         {
             "models": [_ref_data(r, dims[r.role]) for r in refs],
             "model_dir": str(registry.model_dir()),
+            "threads": {"value": threads.value, "source": threads.source, "problem": threads.problem},
             "message": "\n".join(lines),
         }
     )
@@ -158,6 +164,11 @@ def _add(args: argparse.Namespace, out: Output) -> int:
     config_path = api_for(args).config_path
     ref = registry.register(args.role, Path(args.path), config_path)
     message = f"{ref.role}: now uses {ref.local_path} (saved in {config_path})"
+    if ref.source != "config":  # the environment variable wins over the file just written
+        message = (
+            f"{ref.role}: saved {path_given(args)} in {config_path}, but {registry.env_var(ref.role)} is set"
+            f" and wins over the config: {ref.role} still uses {ref.local_path}; unset it to use the new file"
+        )
     out.render(
         {
             **_ref_data(ref, registry.embedding_length(ref.local_path)),
@@ -166,6 +177,12 @@ def _add(args: argparse.Namespace, out: Output) -> int:
         }
     )
     return 0
+
+
+def path_given(args: argparse.Namespace) -> str:
+    import os
+
+    return os.path.abspath(os.path.expanduser(args.path))
 
 
 def _import(args: argparse.Namespace, out: Output) -> int:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import UsageError
 from .common import Output, add_format_options, add_index_option, add_query_argument, api_for
-from .search import add_result_options, positive_int, result_limit
+from .search import add_result_options, add_transcript_options, positive_int, result_limit
 
 # Kept in step with hybrid/steps.py (a test checks), not imported: a plain `tansaku query` would
 # pay for importing it before parsing its arguments.
@@ -35,6 +35,7 @@ def register(commands: Any) -> None:
         min_score_help="drop results whose fused score (0..1) is below this",
         all_help="show every fused candidate",
     )
+    add_transcript_options(query)
     query.add_argument(
         "-C",
         "--candidate-limit",
@@ -107,11 +108,19 @@ def _seconds(text: str) -> float:
 
 
 def _model_options(args: argparse.Namespace) -> dict[str, Any]:
+    levels = {
+        "level": args.level,
+        "roles": tuple(args.roles or ()),
+        "since": args.since,
+        "until": args.until,
+        "project": args.project,
+    }
     return {
         "intent": args.intent,
         "expand": not args.no_expand,
         "rerank": not args.no_rerank,
         "rerank_budget": args.rerank_budget,
+        "levels": levels if any(levels.values()) else None,
     }
 
 

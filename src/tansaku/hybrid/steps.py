@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,7 +27,8 @@ RERANK_BUDGET_ENV = "TANSAKU_RERANK_BUDGET"
 # judges noise: it is not asked, as the vector list of such a query is left out of fusion.
 MAX_UNREADABLE = 0.5
 # Generation past this many seconds stops with TIMEOUT and keeps the lines it finished: a 270M
-# model writes two or three lines in that time on 2 cores; a whole-process query stays near 3 s.
+# model writes two or three lines in that time on 2 cores. 1.2 s gave a one-shot query the same
+# p50 (3.4 s, Gemma 270M in both roles, evals/RESULTS-query.md) with three times the timeouts.
 EXPANSION_TIMEOUT = 1.5
 
 
@@ -43,6 +43,9 @@ class SearchIndex(Protocol):
     def search(
         self, query: str, *, collections: Sequence[str], limit: int | None, full: bool, snippets: bool
     ) -> SearchResult: ...
+    def search_levels(
+        self, query: str, *, collections: Sequence[str], limit: int | None, full: bool, **levels: Any
+    ) -> SearchResult: ...
     def vector_search_texts(
         self,
         texts: Sequence[str],
@@ -52,6 +55,7 @@ class SearchIndex(Protocol):
         full: bool,
         snippets: bool,
         verbose: bool = False,
+        levels: Any = None,
     ) -> Any: ...
 
 
@@ -66,23 +70,28 @@ def query_steps(
     expand: bool = True,
     rerank: bool = True,
     budget: float | None = None,
+    levels: dict[str, Any] | None = None,
 ) -> Iterator[QuerySteps]:
+    """``levels`` (level, roles, since, until, project): transcript collections are searched by
+    turn and aggregated to that level on both sides, so the lists name the same units."""
     from ..search.keyword import add_snippets, is_name_lookup
     from ..store.llm_cache import open_cache
 
     cache = open_cache(index.index_path) if expand or rerank else None
 
     def keyword(text: str) -> SearchResult:
+        if levels:
+            return index.search_levels(text, collections=collections, limit=pool, full=full, **levels)
         return index.search(text, collections=collections, limit=pool, full=full, snippets=False)
 
     def vectors(texts: Sequence[str]) -> VectorBatch:
-        return _vector_batch(index, conn, texts, collections, pool, full)
+        return _vector_batch(index, conn, texts, collections, pool, full, levels)
 
     def expansion(query: str, intent: str | None) -> Any:
         from ..models.generate import expand_query
-        from ..models.roles import load_role_model
+        from ..models.roles import lazy_role_model
 
-        generator, missing = load_role_model("generate", index.config_path, cache)
+        generator, missing = lazy_role_model("generate", index.config_path, cache)
         if generator is None:
             from ..models.generate import Expansion
 
@@ -99,12 +108,18 @@ def query_steps(
 
     def reranking(query: str, candidates: list[tuple[str, str]]) -> Any:
         from ..models.rerank import Reranked, rerank
-        from ..models.roles import load_role_model
+        from ..models.roles import ModelLoadError, lazy_role_model
 
-        scorer, missing = load_role_model("rerank", index.config_path, cache)
+        scorer, missing = lazy_role_model("rerank", index.config_path, cache)
         if scorer is None:
             return Reranked(scores=[(key, None) for key, _ in candidates], warnings=[missing])
-        unreadable = _unreadable_share(scorer, query)
+        try:
+            unreadable = _unreadable_share(scorer, query)
+        except ModelLoadError as exc:
+            from ..models.rerank import RERANK_FAILED
+
+            failed = Notice(RERANK_FAILED, f"{exc}: results keep their fused order")
+            return Reranked(scores=[(key, None) for key, _ in candidates], warnings=[failed])
         if unreadable > MAX_UNREADABLE:
             from ..models.rerank import RERANK_FAILED
 
@@ -115,7 +130,7 @@ def query_steps(
             skipped = Notice(RERANK_FAILED, why)
             return Reranked(scores=[(key, None) for key, _ in candidates], warnings=[skipped])
         seconds = rerank_budget(budget)
-        return rerank(query, candidates, scorer, cache, deadline=time.perf_counter() + seconds)
+        return rerank(query, candidates, scorer, cache, budget=seconds)
 
     try:
         yield QuerySteps(
@@ -143,6 +158,18 @@ def rerank_budget(given: float | None) -> float:
 
 
 def _unreadable_share(scorer: Any, query: str) -> float:
+    """0 for a decoder (byte-level vocabulary: it reads anything) without loading it; a
+    cross-encoder is loaded to read the query with its own tokenizer."""
+    from ..models.cross_encoder import is_cross_encoder
+    from ..models.roles import ModelLoadError
+
+    path = getattr(scorer, "_path", None) or getattr(scorer, "path", None)
+    if path is not None:
+        try:
+            if not is_cross_encoder(path):
+                return 0.0
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"cannot load the rerank model {path}: {exc}") from exc
     share = getattr(scorer, "unknown_share", None)
     return float(share(query)) if callable(share) else 0.0
 
@@ -154,6 +181,7 @@ def _vector_batch(
     collections: Sequence[str],
     pool: int | None,
     full: bool,
+    levels: dict[str, Any] | None = None,
 ) -> VectorBatch:
     """The vector side of `query`: each text without its exclusions is embedded (one batch), and
     the documents the exclusions rule out are dropped from its results."""
@@ -168,8 +196,17 @@ def _vector_batch(
     results: list[tuple[SearchResult, float] | None] = [None] * len(texts)
     if not wanted:
         return VectorBatch(results)
+    request = None
+    if levels:
+        from ..search.transcripts import files_only, turn_query
+
+        if not files_only(index.config(), collections):
+            where = [levels.get(key) for key in ("level", "roles", "since", "until", "project")]
+            request = turn_query(plain[wanted[0]], where[0], where[1] or (), *where[2:], pool, 0.0, full)
     try:
-        found = index.vector_search_texts([plain[i] for i in wanted], collections, pool, 0.0, full, False)
+        found = index.vector_search_texts(
+            [plain[i] for i in wanted], collections, pool, 0.0, full, False, levels=request
+        )
     except NoVectors as exc:
         why = f"{exc.message}; keyword results only ({exc.hint})"
         return VectorBatch(results, Notice("VECTORS_UNAVAILABLE", why))

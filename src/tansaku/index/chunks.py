@@ -33,6 +33,10 @@ class ChunkingSummary:
 
 
 def params_for(collection: Collection, strategy: str | None = None) -> ChunkParams:
+    # A transcript's chunks are its turns, cut when it is indexed: a code strategy has no
+    # meaning there, and a different one would make its stored chunks stop matching.
+    if collection.type != "files":
+        return ChunkParams(strategy="regex")
     return ChunkParams(strategy=strategy or collection.chunk_strategy)
 
 

@@ -116,6 +116,7 @@ def status_report(config: Config, config_path: Path, index_path: Path) -> Status
     from ..index.runner import pending_summary
     from ..store.migrations import SCHEMA_VERSION
     from ..types import CollectionInfo, StatusReport
+    from .settings import all_settings
 
     exists = index_path.exists()
     warnings: list[Notice] = []
@@ -169,4 +170,5 @@ def status_report(config: Config, config_path: Path, index_path: Path) -> Status
         embed_model=embed_path,
         embed_window=embed_window,
         model_threads=threads,
+        settings=all_settings(config_path),
     )

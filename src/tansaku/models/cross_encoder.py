@@ -24,6 +24,7 @@ from .llama import (
     LlamaYesNoScorer,
     _import_llama_cpp,
     _Threads,
+    decode_sequences,
     file_sha256,
     read_gguf_metadata,
 )
@@ -250,26 +251,7 @@ class LlamaCrossEncoder:
     def _decode(self, group: list[list[int]]) -> list[float]:
         self._check_open()
         lc = self._llama_cpp
-        batch = self._batch
-        j = 0
-        for seq, tokens in enumerate(group):
-            for pos, token in enumerate(tokens):
-                batch.token[j] = token
-                batch.pos[j] = pos
-                batch.n_seq_id[j] = 1
-                batch.seq_id[j][0] = seq
-                # Pooled outputs want every token marked as an output, or llama.cpp warns.
-                batch.logits[j] = True
-                j += 1
-        batch.n_tokens = j
-        memory = lc.llama_get_memory(self._llm.ctx)
-        if memory:
-            # Decoder rerankers keep a KV cache; each batch must start from an empty one.
-            lc.llama_memory_clear(memory, True)
-        self._threads.apply(self._llm.ctx)
-        status = lc.llama_decode(self._llm.ctx, batch)
-        if status != 0:
-            raise RuntimeError(f"llama.cpp failed to score a batch (llama_decode returned {status})")
+        decode_sequences(lc, self._llm.ctx, self._batch, group, self._threads, "score a batch")
         scores = []
         for seq in range(len(group)):
             pointer = lc.llama_get_embeddings_seq(self._llm.ctx, seq)
@@ -316,6 +298,13 @@ def _sigmoid(logit: float) -> float:
 
 
 Reranker = LlamaCrossEncoder | LlamaYesNoScorer
+
+
+def is_cross_encoder(path: str | Path) -> bool:
+    """Whether the GGUF file is a rank-pooling cross-encoder (its header only; no load)."""
+    meta = read_gguf_metadata(Path(path))
+    family = str(meta.get("general.architecture", ""))
+    return bool(family) and meta.get(f"{family}.pooling_type") == _POOLING_RANK
 
 
 def open_reranker(path: str | Path, *, n_threads: int | None = None) -> Reranker:

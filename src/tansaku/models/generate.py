@@ -36,7 +36,7 @@ TIMEOUT = "TIMEOUT"
 
 # Bump when the prompt, the grammar or the parsing changes: cached expansions of the old one then
 # stop matching.
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
 CACHE_KIND = "expand"
 MAX_PER_KIND = 3
 # Expansion is the slowest step a query pays before its results (a 270M model decodes ~65
@@ -151,12 +151,16 @@ def _is_cjk(text: str) -> bool:
 
 
 def _terms(text: str) -> set[str]:
-    """Words, casefolded and cut to five letters so that forms of one word meet, and the
-    two-character words of CJK runs (as the keyword index reads them)."""
+    """Words, casefolded and cut to five letters so that forms of one word meet, and the words of
+    CJK runs as the keyword index segments them."""
     folded = text.casefold()
     found: set[str] = set()
-    for run in _CJK_RUN.findall(folded):
-        found.update(run[i : i + 2] for i in range(max(len(run) - 1, 1)))
+    runs = _CJK_RUN.findall(folded)
+    if runs:
+        from ..text.cjk import segment_query_words
+
+        for run in runs:
+            found.update(segment_query_words(run))
     found.update(word[:5] for word in _WORD.findall(_CJK_RUN.sub(" ", folded)) if len(word) > 1)
     return found
 
@@ -168,7 +172,8 @@ def parse_expansion(text: str, query: str) -> dict[str, list[str]]:
     to invent the next example). Dropped too, as adding nothing or leading away: lines equal to
     the query or copied from the prompt's examples, lines that share no word with the query, and
     lines in another script than the query's (a Chinese query gets Chinese lines; a model that
-    answers in English would send the search off in a language the documents may not use).
+    answers in English would send the search off in a language the documents may not use),
+    and lines whose every word is the query's (a part of the query again adds no word to find).
     """
     found: dict[str, list[str]] = {"lex": [], "vec": [], "hyde": []}
     seen = {_normal(query), *_PROMPT_LINES}
@@ -183,7 +188,10 @@ def parse_expansion(text: str, query: str) -> dict[str, list[str]]:
         key = _normal(value)
         if not value or len(value) > _MAX_LINE_CHARS or key in seen or len(found[kind]) >= MAX_PER_KIND:
             continue
-        if _is_cjk(value) != query_cjk or not (_terms(value) & query_terms):
+        line_terms = _terms(value)
+        # Another script, nothing in common with the query (drift), or nothing the query lacks
+        # (a part of it again: it only reweighs the query's own words).
+        if _is_cjk(value) != query_cjk or not (line_terms & query_terms) or line_terms <= query_terms:
             continue
         seen.add(key)
         found[kind].append(value)

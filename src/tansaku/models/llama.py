@@ -326,26 +326,7 @@ class LlamaEmbedder:
         import numpy as np
 
         lc = self._llama_cpp
-        batch = self._batch
-        j = 0
-        for seq, tokens in enumerate(group):
-            for pos, token in enumerate(tokens):
-                batch.token[j] = token
-                batch.pos[j] = pos
-                batch.n_seq_id[j] = 1
-                batch.seq_id[j][0] = seq
-                # Embedding mode wants every token marked as an output, or llama.cpp warns.
-                batch.logits[j] = True
-                j += 1
-        batch.n_tokens = j
-        memory = lc.llama_get_memory(self._llm.ctx)
-        if memory:
-            # Decoder models keep a KV cache; each batch must start from an empty one.
-            lc.llama_memory_clear(memory, True)
-        self._threads.apply(self._llm.ctx)
-        status = lc.llama_decode(self._llm.ctx, batch)
-        if status != 0:
-            raise RuntimeError(f"llama.cpp failed to embed a batch (llama_decode returned {status})")
+        decode_sequences(lc, self._llm.ctx, self._batch, group, self._threads, "embed a batch")
         vectors = []
         for seq in range(len(group)):
             pointer = lc.llama_get_embeddings_seq(self._llm.ctx, seq)
@@ -391,6 +372,32 @@ _GGUF_ARRAY = 9
 _GGUF_SCALARS = {
     0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d",
 }  # fmt: skip
+
+
+def decode_sequences(
+    llama_cpp: Any, ctx: Any, batch: Any, group: Sequence[Sequence[int]], threads: _Threads, what: str
+) -> None:
+    """One llama.cpp decode of several token sequences (sequence i is ``group[i]``) from an empty
+    KV cache, every token an output: what pooled outputs (embeddings, rank scores) need."""
+    j = 0
+    for seq, tokens in enumerate(group):
+        for pos, token in enumerate(tokens):
+            batch.token[j] = token
+            batch.pos[j] = pos
+            batch.n_seq_id[j] = 1
+            batch.seq_id[j][0] = seq
+            # Pooled outputs want every token marked as an output, or llama.cpp warns.
+            batch.logits[j] = True
+            j += 1
+    batch.n_tokens = j
+    memory = llama_cpp.llama_get_memory(ctx)
+    if memory:
+        # Decoder models keep a KV cache; each batch must start from an empty one.
+        llama_cpp.llama_memory_clear(memory, True)
+    threads.apply(ctx)
+    status = llama_cpp.llama_decode(ctx, batch)
+    if status != 0:
+        raise RuntimeError(f"llama.cpp failed to {what} (llama_decode returned {status})")
 
 
 def read_gguf_metadata(path: Path) -> dict[str, object]:

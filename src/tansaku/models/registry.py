@@ -1,8 +1,9 @@
 """Which model file each role uses, and where it lives on disk.
 
 A role (embed, generate, rerank) names its model with a reference: a local GGUF path, or
-``hf:OWNER/REPO/FILE`` for a file on the Hugging Face hub. The reference comes from the config
-file's ``[models]`` table, else ``TANSAKU_<ROLE>_MODEL``, else the defaults below. Nothing here
+``hf:OWNER/REPO/FILE`` for a file on the Hugging Face hub. The reference comes from
+``TANSAKU_<ROLE>_MODEL``, else the config file's ``[models]`` table, else the defaults below (the
+order of every setting: ``tansaku.precedence``). Nothing here
 touches the network: ``hf:`` files are only downloaded by ``tansaku models pull``
 (``models/download.py``); until then they are reported missing.
 
@@ -49,7 +50,7 @@ class HfFile:
 class ModelRef:
     role: str
     reference: str
-    source: str  # "config" | "env" | "default"
+    source: str  # "env" | "config" | "default" (tansaku.precedence)
     local_path: Path
     present: bool
     size: int | None
@@ -93,16 +94,15 @@ def check_role(role: str) -> str:
 
 
 def resolve(role: str, config_path: Path) -> ModelRef:
+    from ..precedence import CONFIG, MISSING, choose
+
     check_role(role)
-    configured = _config_models(config_path).get(role)
-    if configured is not None:
-        # A relative path in a config file means relative to that file, not to wherever the
-        # command happens to run.
-        reference, source, base = configured, "config", config_path.parent
-    elif os.environ.get(env_var(role)):
-        reference, source, base = os.environ[env_var(role)], "env", Path.cwd()
-    else:
-        reference, source, base = DEFAULTS[role], "default", Path.cwd()
+    reference, source = choose(
+        default=DEFAULTS[role], env=env_var(role), config=_config_models(config_path).get(role, MISSING)
+    )
+    # A relative path in a config file means relative to that file, not to wherever the command
+    # happens to run; one in the environment means relative to where it runs.
+    base = config_path.parent if source == CONFIG else Path.cwd()
     if reference.startswith(HF_PREFIX):
         local = hf_cache_path(parse_hf(reference))
     else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -75,13 +76,14 @@ def rerank(
     scorer: RelevanceScorer | None,
     cache: LlmCache | None,
     *,
-    deadline: float | None = None,
+    budget: float | None = None,
 ) -> Reranked:
     """A 0..1 relevance score per (id, text) candidate; never raises for a model problem.
 
-    Candidates are scored in the given order (best fused first), a few per model call, until
-    ``deadline`` (a ``time.perf_counter()`` value): those not reached by then get None and a
-    RERANK_PARTIAL warning, so the budget always buys the candidates most likely to matter.
+    Candidates are scored in the given order (best fused first), a few per model call, for at
+    most ``budget`` seconds of scoring (loading the model is not counted: it happens once per
+    process, and a query whose scores are all cached never loads it): those not reached get None
+    and a RERANK_PARTIAL warning, so the budget always buys the candidates most likely to matter.
     Cached scores cost no time and are used wherever the candidate is. Without a scorer, or
     when scoring fails, every score is None (MODEL_MISSING, RERANK_SKIPPED).
     """
@@ -105,6 +107,11 @@ def rerank(
             }
         fresh: dict[str, float] = {}
         waiting = [text for text in keys if text not in known]
+        deadline = None
+        if waiting:
+            score_group = _group_scorer(scorer)  # loads a model that loads on first use
+            started = time.perf_counter()
+            deadline = None if budget is None else started + budget
         position = 0
         per_text = 0.0  # seconds per text so far: a group starts only if it should end in time
         while position < len(waiting):
@@ -118,7 +125,7 @@ def rerank(
                 elif position == 0:
                     size = 1  # the first text measures the model's speed
             group = waiting[position : position + size]
-            for text, score in zip(group, _score_group(scorer, query, group), strict=True):
+            for text, score in zip(group, score_group(query, group), strict=True):
                 fresh[text] = min(1.0, max(0.0, float(score)))
             position += len(group)
             per_text = (time.perf_counter() - started) / position if position else 0.0
@@ -151,11 +158,12 @@ def rerank(
     )
 
 
-def _score_group(scorer: RelevanceScorer, query: str, texts: list[str]) -> list[float]:
+def _group_scorer(scorer: RelevanceScorer) -> Callable[[str, list[str]], list[float]]:
     batch = getattr(scorer, "score_batch", None)
     if callable(batch):
-        return list(batch(query, texts))
-    return [scorer.score(query, text) for text in texts]
+        return lambda query, texts: list(batch(query, texts))
+    single = scorer.score
+    return lambda query, texts: [single(query, text) for text in texts]
 
 
 def blend_weight(rrf_rank: int) -> float:

@@ -58,6 +58,73 @@ def load_role_model(
     return (KnownHash(model, sha) if sha else model), None
 
 
+class ModelLoadError(RuntimeError):
+    """The model file is there but llama.cpp cannot load it."""
+
+
+class LazyModel:
+    """A role's model that loads on first real use: a query whose expansion and rerank scores
+    are all cached never loads either model (a second or more of a one-shot command). The file
+    hash and the prompt version (the cache keys) are known without loading."""
+
+    def __init__(self, role: str, path: str, sha256: str | None, prompt_version: int | None) -> None:
+        self._role, self._path = role, path
+        if sha256 is not None:
+            self.model_sha256 = sha256
+        if prompt_version is not None:
+            self.prompt_version = prompt_version
+
+    @property
+    def loaded(self) -> bool:
+        return (self._role, self._path) in _LOADED
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for what __init__ did not set: everything else is the real model's.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(_load(self._role, self._path), name)
+
+
+def lazy_role_model(
+    role: str, config_path: Path, hashes: Any | None = None
+) -> tuple[LazyModel | None, Notice | None]:
+    """The role's model as a ``LazyModel``, or (None, a MODEL_MISSING notice) when its file is
+    not on this machine. A file that will not load raises ``ModelLoadError`` at first use."""
+    ref = resolve(role, config_path)
+    if not ref.present:
+        return None, Notice(
+            MODEL_MISSING,
+            f"the {role} model {ref.reference} is not on this machine: {_SKIPPED[role]}"
+            f" (`tansaku models pull {role}`, or `tansaku models add {role} PATH.gguf`)",
+        )
+    path = str(ref.local_path)
+    return LazyModel(role, path, _known_hash(path, hashes), _prompt_version(role, path)), None
+
+
+def _load(role: str, path: str) -> Any:
+    key = (role, path)
+    if key not in _LOADED:
+        try:
+            _LOADED[key] = _open(role, path)
+        except (ImportError, OSError, ValueError, RuntimeError) as exc:
+            raise ModelLoadError(f"cannot load the {role} model {path}: {exc}") from exc
+    return _LOADED[key]
+
+
+def _prompt_version(role: str, path: str) -> int | None:
+    """The rerank cache key's prompt version, from the kind of model the file holds (its header)."""
+    if role != "rerank":
+        return None
+    try:
+        from .cross_encoder import LlamaCrossEncoder, is_cross_encoder
+        from .llama import LlamaYesNoScorer
+
+        kind = LlamaCrossEncoder if is_cross_encoder(path) else LlamaYesNoScorer
+        return int(kind.prompt_version)
+    except (OSError, ValueError):
+        return None  # the model's own, once loaded
+
+
 def _open(role: str, path: str) -> Any:
     if role == "generate":
         from .llama import LlamaGenerator

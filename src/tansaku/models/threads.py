@@ -1,9 +1,9 @@
 """How many threads llama.cpp computes with: the user's setting, else chosen by the kind of work.
 
-The setting comes from the config file's ``[models]`` table (``threads = 4``), else
-``TANSAKU_THREADS``, else automatic, in the same order as the model references
-(``registry.resolve``). ``"auto"`` in either place asks for the automatic choice explicitly, so a
-config file can undo an environment variable.
+The setting comes from ``TANSAKU_THREADS``, else the config file's ``[models]`` table
+(``threads = 4``), else automatic: the order of every setting (``tansaku.precedence``).
+``"auto"`` in either place asks for the automatic choice explicitly, so ``TANSAKU_THREADS=auto``
+undoes a count in the config file for one run.
 
 Automatic, from ``evals/bench_threads.py`` (MiniLM, 2 cores; ``evals/RESULTS-threads.md``).
 llama.cpp's threads wait for each other, spinning, at every step of a decode: when another
@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigInvalid, UsageError
 
@@ -54,7 +55,7 @@ MAX_THREADS = 512  # llama.cpp's GGML_MAX_N_THREADS: more aborts the process
 @dataclass(frozen=True)
 class ThreadSetting:
     value: int | None  # None: automatic
-    source: str  # "config" | "env" | "default"
+    source: str  # "env" | "config" | "default" (tansaku.precedence)
 
     @property
     def batch(self) -> int | None:
@@ -72,36 +73,38 @@ class ThreadSetting:
 
 
 def resolve_threads(config_path: Path) -> ThreadSetting:
-    """The thread setting: config ``[models] threads``, else ``TANSAKU_THREADS``, else automatic.
+    """The thread setting: ``TANSAKU_THREADS``, else config ``[models] threads``, else automatic.
 
-    An invalid value is an error (exit code 2): ConfigInvalid in the config file, UsageError in
-    the environment.
+    An invalid value is an error (exit code 2): ConfigInvalid in the config file (even when the
+    environment variable overrides it, so a broken file does not wait to surface until the
+    variable is unset), UsageError in the environment.
     """
+    from ..precedence import ENV as FROM_ENV
+    from ..precedence import MISSING, choose
     from .registry import _load_toml
 
     models = _load_toml(config_path).get("models", {})
     if not isinstance(models, dict):
         raise ConfigInvalid(f"config {config_path}: [models] must be a table")
+    configured: Any = MISSING  # an int, None for "auto", or MISSING
     if CONFIG_KEY in models:
-        raw = models[CONFIG_KEY]
-        value = _parse(raw)
-        if value is False:
+        configured = _parse(models[CONFIG_KEY])
+        if configured is False:
             raise ConfigInvalid(
                 f"config {config_path}: [models] threads must be a whole number from 1 to {MAX_THREADS} "
-                f'or "auto", not {raw!r}',
+                f'or "auto", not {models[CONFIG_KEY]!r}',
                 hint='for example `threads = 2` under [models], or remove the line for "auto"',
             )
-        return ThreadSetting(value, "config")
-    raw_env = os.environ.get(ENV, "").strip()
-    if raw_env:
+    value, source = choose(default=None, env=ENV, config=configured)
+    if source == FROM_ENV:
+        raw_env = value
         value = _parse(raw_env)
         if value is False:
             raise UsageError(
                 f'{ENV} must be a whole number from 1 to {MAX_THREADS} or "auto", not {raw_env!r}',
                 hint=f"for example {ENV}=2, or unset it",
             )
-        return ThreadSetting(value, "env")
-    return ThreadSetting(None, "default")
+    return ThreadSetting(value, source)
 
 
 def _parse(raw: object) -> int | bool | None:

@@ -112,6 +112,7 @@ def admin_kind(result: object) -> str:
             (_types.CollectionInfo, "collection list"),
             (_types.FileEntry, "ls"),
             (_types.Context, "context list"),
+            (_types.DoctorCheck, "doctor"),
         )
         for cls, kind in kinds:
             if result and all(isinstance(item, cls) for item in result):

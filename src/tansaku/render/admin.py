@@ -12,6 +12,7 @@ from tansaku.types import (
     CollectionInfo,
     CollectionUpdate,
     Context,
+    DoctorCheck,
     EmbedReport,
     FileEntry,
     HookRun,
@@ -37,6 +38,10 @@ def render(result: object, opts: RenderOptions) -> str:
         lines = _collections(list(result))  # type: ignore[arg-type]
     elif isinstance(result[0], FileEntry):  # type: ignore[index]
         lines = _files(list(result))  # type: ignore[arg-type]
+    elif isinstance(result[0], DoctorCheck):  # type: ignore[index]
+        from tansaku.render.doctor import doctor_lines
+
+        lines = doctor_lines(list(result), opts)  # type: ignore[arg-type]
     else:
         lines = _contexts(list(result))  # type: ignore[arg-type]
     return "\n".join(lines) + "\n"
@@ -189,6 +194,11 @@ def _status(s: StatusReport) -> list[str]:
         )
     if s.model_threads:
         lines.append(f"model threads: {clean(s.model_threads)}")
+    if s.settings:
+        lines += [
+            "settings (flag > env > config > default):",
+            *("  " + row for row in setting_rows(s.settings)),
+        ]
     if s.grammars:
         have = [name for name, ok in s.grammars if ok]
         missing = [name for name, ok in s.grammars if not ok]
@@ -196,6 +206,16 @@ def _status(s: StatusReport) -> list[str]:
         if missing:
             lines.append(f"  missing (regex is used for these): {', '.join(missing)}")
     return lines + warning_lines(s.warnings)
+
+
+def setting_rows(settings: Any) -> list[str]:
+    """One row per setting: name, value, source, and how to set it; an ignored value is flagged."""
+    rows = [["NAME", "VALUE", "SOURCE", "SET BY"]]
+    for item in settings:
+        how = [h for h in (item.flag, item.env, item.config_key) if h]
+        value = clean(item.value) + (f" ({clean(item.problem)})" if item.problem else "")
+        rows.append([item.name, value, item.source, ", ".join(how)])
+    return table(rows)
 
 
 def _collection(info: CollectionInfo) -> list[str]:

@@ -8,7 +8,6 @@ the next query, never a stale answer.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -27,11 +26,26 @@ T = TypeVar("T")
 
 
 def memory_budget_bytes() -> int:
+    return int(memory_budget_setting()[0] * 1024 * 1024)
+
+
+def memory_budget_setting() -> tuple[float, str, str | None]:
+    """Megabytes of vectors a process may keep, their source and the problem with an ignored value.
+
+    ``TANSAKU_VECTOR_MEMORY_MB``, else the default (tansaku.precedence's order; the cache is made
+    before any config file is read, so there is no config key). A value that is not a number is
+    the default; a negative one is 0 (search on disk).
+    """
+    from ..precedence import DEFAULT, choose
+
+    raw, source = choose(default=DEFAULT_MEMORY_BUDGET_MB, env=MEMORY_BUDGET_ENV)
     try:
-        megabytes = float(os.environ.get(MEMORY_BUDGET_ENV, DEFAULT_MEMORY_BUDGET_MB))
+        megabytes = float(raw)
     except ValueError:
-        megabytes = DEFAULT_MEMORY_BUDGET_MB
-    return int(max(megabytes, 0) * 1024 * 1024)
+        return DEFAULT_MEMORY_BUDGET_MB, DEFAULT, f"{MEMORY_BUDGET_ENV}={raw!r} is not a number"
+    if megabytes != megabytes:  # NaN
+        return DEFAULT_MEMORY_BUDGET_MB, DEFAULT, f"{MEMORY_BUDGET_ENV}={raw!r} is not a number"
+    return max(megabytes, 0.0), source, None
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,26 @@ DEFAULT_LOCK_TIMEOUT = 10.0
 
 
 def lock_timeout() -> float:
+    return lock_timeout_setting()[0]
+
+
+def lock_timeout_setting() -> tuple[float, str, str | None]:
+    """Seconds a writer waits for the lock, their source and the problem with an ignored value.
+
+    ``TANSAKU_LOCK_TIMEOUT``, else the default: the index is opened before any config file is
+    read, so there is no config key (the order is still tansaku.precedence's). A value that is
+    not a number of seconds falls back to the default rather than fail every command.
+    """
+    from ..precedence import DEFAULT, choose
+
+    raw, source = choose(default=DEFAULT_LOCK_TIMEOUT, env=LOCK_TIMEOUT_ENV)
     try:
-        return float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT))
+        value = float(raw)
     except ValueError:
-        return DEFAULT_LOCK_TIMEOUT
+        return DEFAULT_LOCK_TIMEOUT, DEFAULT, f"{LOCK_TIMEOUT_ENV}={raw!r} is not a number of seconds"
+    if not value >= 0:  # also refuses NaN
+        return DEFAULT_LOCK_TIMEOUT, DEFAULT, f"{LOCK_TIMEOUT_ENV}={raw!r} is negative"
+    return value, source, None
 
 
 def _connect(path: Path, *, readonly: bool) -> Connection:

@@ -1,0 +1,260 @@
+"""`tansaku doctor`'s checks of the vector extension, the model files and the machine."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import TansakuError
+from ..store import db
+from .doctor import FAIL, OK, WARN, _q, check
+
+if TYPE_CHECKING:
+    from ..types import DoctorCheck
+
+MIN_FREE_DISK = 256 * 1024 * 1024  # an update rewrites pages and the WAL grows meanwhile
+
+
+def model_checks(config_path: Path, index_path: Path, checks: list[DoctorCheck], *, deep: bool) -> None:
+    from ..models import registry
+
+    checks.append(_vec_check())
+    try:
+        refs = registry.resolve_all(config_path)
+    except TansakuError as exc:
+        checks.append(check("models", FAIL, exc.message, exc.hint))
+        return
+    for ref in refs:
+        checks.append(_model_file_check(ref))
+    embed = next(r for r in refs if r.role == "embed")
+    checks.extend(_dimension_checks(embed, index_path))
+    checks.append(_llama_import_check())
+    if deep:
+        for ref in refs:
+            if ref.present and registry.is_gguf(ref.local_path):
+                checks.append(_deep_check(ref))
+
+
+def _vec_check() -> DoctorCheck:
+    from ..store import health, vectors
+
+    conn = db.sqlite3.connect(":memory:")
+    try:
+        vectors.load_extension(conn)
+        return check("vectors.extension", OK, f"sqlite-vec {health.vec_version(conn)} loads")
+    except (TansakuError, db.DatabaseError, AttributeError, OSError) as exc:
+        return check(
+            "vectors.extension",
+            FAIL,
+            f"sqlite-vec does not load: {getattr(exc, 'message', None) or exc}",
+            "pip install --force-reinstall sqlite-vec",
+        )
+    finally:
+        conn.close()
+
+
+def _get_fix(ref: Any) -> str:
+    return f"tansaku models pull {ref.role}" if ref.hf else f"tansaku models add {ref.role} PATH.gguf"
+
+
+def _model_file_check(ref: Any) -> DoctorCheck:
+    from ..models import registry
+
+    label, path = f"model.{ref.role}", ref.local_path
+    where = f"{ref.reference} [{ref.source}]"
+    if not ref.present:
+        # Keyword search works without any model; `query` skips a missing model's step.
+        return check(label, WARN, f"{ref.role}: {where} is not on this machine ({path})", _get_fix(ref))
+    if not os.access(path, os.R_OK):
+        return check(label, FAIL, f"{ref.role}: {path} is not readable", f"chmod u+r {_q(path)}")
+    if not registry.is_gguf(path):
+        return check(
+            label,
+            FAIL,
+            f"{ref.role}: {path} is not a GGUF file (no 'GGUF' header)",
+            f"tansaku models pull {ref.role}" if ref.hf else f"tansaku models add {ref.role} PATH.gguf",
+        )
+    dims = registry.embedding_length(path) if ref.role == "embed" else None
+    shown = f", {dims} dims" if dims else ""
+    return check(label, OK, f"{ref.role}: {path} ({ref.size} bytes{shown}) from {where}")
+
+
+def _dimension_checks(embed: Any, index_path: Path) -> list[DoctorCheck]:
+    from ..models import registry
+    from ..store import health
+
+    if not index_path.exists():
+        return []
+    try:
+        with db.reading(index_path) as conn:
+            stored = [s for s in health.stored_vectors(conn) if s.vectors]
+    except TansakuError:
+        return []  # the index check reported it
+    if not stored:
+        return []
+    if not embed.present or not registry.is_gguf(embed.local_path):
+        return []  # the model file check reported it
+    dims = registry.embedding_length(embed.local_path)
+    mine = [s for s in stored if s.model_path == str(embed.local_path)]
+    if dims is None:
+        return [check("vectors.dims", WARN, f"cannot read the dimensions of {embed.local_path}")]
+    fix = "tansaku embed -f"
+    for s in mine:
+        if s.dims != dims:
+            detail = f"the index holds {s.dims}-dim vectors of {s.model_path}, which now has {dims} dims"
+            return [check("vectors.dims", FAIL, detail, fix)]
+    if mine:
+        return [check("vectors.dims", OK, f"{sum(s.vectors for s in mine)} vectors of {dims} dims")]
+    other = stored[0]
+    if other.dims != dims:
+        detail = (
+            f"the index holds {other.dims}-dim vectors of {other.model_path}; "
+            f"the embed model {embed.local_path} makes {dims} dims"
+        )
+        return [check("vectors.dims", FAIL, detail, fix)]
+    detail = f"the vectors were made by another model ({other.model_path}): vsearch reports STALE_VECTORS"
+    return [check("vectors.dims", WARN, detail, fix)]
+
+
+def _llama_import_check() -> DoctorCheck:
+    from ..models.system import PORTABLE_REBUILD
+
+    try:
+        import llama_cpp
+    except ImportError:
+        return check(
+            "models.llama_cpp",
+            WARN,
+            "llama-cpp-python is not installed: keyword search only",
+            f"{PORTABLE_REBUILD} (or pip install 'tansaku[models]' with the same CMAKE_ARGS)",
+        )
+    return check("models.llama_cpp", OK, f"llama-cpp-python {getattr(llama_cpp, '__version__', '?')} imports")
+
+
+def _deep_check(ref: Any) -> DoctorCheck:
+    """Load the model and ask for one token (one embedding, one score), timed."""
+    label = f"model.{ref.role}.load"
+    started = time.perf_counter()
+    try:
+        if ref.role == "embed":
+            from ..models.embedding import load_embedder
+
+            load_embedder(ref.local_path, threads=1).embed(["ok"])
+        elif ref.role == "generate":
+            from ..models.llama import LlamaGenerator
+
+            LlamaGenerator(str(ref.local_path)).generate("ok", max_tokens=1)
+        else:
+            from ..models.cross_encoder import open_reranker
+
+            open_reranker(str(ref.local_path)).score("ok", "ok")
+    except Exception as exc:  # any failure to load is the finding, whatever its type
+        return check(label, FAIL, f"{ref.role}: {ref.local_path} does not load: {exc}", _get_fix(ref))
+    took = time.perf_counter() - started
+    return check(label, OK, f"{ref.role}: loaded and answered in {took:.2f} s")
+
+
+# --- device ---------------------------------------------------------------------------------
+
+
+def device_checks(config_path: Path, index_path: Path, checks: list[DoctorCheck]) -> None:
+    from ..models.threads import usable_cpus
+    from .settings import thread_setting
+
+    checks.append(_cpu_check())
+    cpus = usable_cpus()
+    threads = thread_setting(config_path)
+    detail = f"{cpus} usable CPUs; threads {threads.value} [{threads.source}]"
+    if threads.value.isdigit() and int(threads.value) > cpus:
+        fix = (
+            f"unset {threads.env}" if threads.source == "env" else f"set [models] threads = {cpus} or 'auto'"
+        )
+        checks.append(
+            check("device.cores", WARN, detail + ": more threads than CPUs wait for each other", fix)
+        )
+    else:
+        checks.append(check("device.cores", OK, detail))
+    checks.append(_memory_check(config_path))
+    checks.append(_disk_check(index_path))
+
+
+def _cpu_check() -> DoctorCheck:
+    from ..models import system
+
+    flags = system.cpu_flags()
+    wanted = ("avx2", "avx512f", "amx_tile")
+    has = (
+        "unknown CPU flags"
+        if flags is None
+        else "CPU: " + ", ".join(f"{f} {'yes' if f in flags else 'no'}" for f in wanted)
+    )
+    try:
+        build = system.llama_build()
+    except ImportError:
+        return check("device.cpu", OK, f"{has}; llama-cpp-python not installed")
+    except Exception as exc:  # a broken native library is exactly what this check is for
+        return check(
+            "device.cpu", FAIL, f"{has}; the llama.cpp library does not load: {exc}", system.PORTABLE_REBUILD
+        )
+    used = ", ".join(sorted(build.features & set(system.FEATURE_FLAGS))) or "none"
+    if flags is not None:
+        missing = system.unsupported(build.features, flags)
+        if missing:
+            detail = (
+                f"{has}; the llama.cpp build uses {', '.join(missing)}, which this CPU lacks: the first"
+                " decode would crash with 'Illegal instruction' (a native build from another machine)"
+            )
+            return check("device.cpu", FAIL, detail, system.PORTABLE_REBUILD)
+    native = system.machine_specific(build.features)
+    if native:
+        detail = (
+            f"{has}; the llama.cpp build uses {', '.join(native)}: it runs here but crashes with"
+            " 'Illegal instruction' on CPUs without them (do not copy this environment elsewhere)"
+        )
+        return check("device.cpu", WARN, detail, system.PORTABLE_REBUILD)
+    return check("device.cpu", OK, f"{has}; the llama.cpp build uses {used}")
+
+
+def _memory_check(config_path: Path) -> DoctorCheck:
+    from ..models import registry
+    from ..models.system import available_memory
+
+    available = available_memory()
+    try:
+        needed = sum(r.size or 0 for r in registry.resolve_all(config_path))
+    except TansakuError:
+        needed = 0
+    if available is None:
+        return check("device.memory", OK, f"models need about {needed // 2**20} MB; free memory unknown")
+    detail = f"{available // 2**20} MB available; the present models take {needed // 2**20} MB"
+    if needed > available:
+        return check(
+            "device.memory",
+            WARN,
+            detail + ": loading them all would swap",
+            "close other programs, or use smaller models (`tansaku models add ROLE PATH.gguf`)",
+        )
+    return check("device.memory", OK, detail)
+
+
+def _disk_check(index_path: Path) -> DoctorCheck:
+    folder = index_path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return check("device.disk", WARN, f"cannot read the free space of {folder}")
+    index_size = index_path.stat().st_size if index_path.exists() else 0
+    detail = f"{free // 2**20} MB free beside the index ({folder})"
+    if free < max(MIN_FREE_DISK, index_size):
+        return check(
+            "device.disk",
+            WARN,
+            detail + ": an update may run out of space",
+            f"free space in {_q(folder)}, or move the index with TANSAKU_INDEX_PATH",
+        )
+    return check("device.disk", OK, detail)
