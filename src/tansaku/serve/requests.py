@@ -40,10 +40,16 @@ MAX_SEARCHES = 10  # the query document's own limit (hybrid/document.py) says wh
 
 @dataclass(frozen=True)
 class Answer:
-    """What a request returns: the CLI's JSON data, and the CLI's text for people and agents."""
+    """What a request returns: the CLI's JSON data, and the CLI's text for people and agents,
+    rendered only when asked for (the JSON endpoints never are: rendering cost them more than the
+    search itself)."""
 
     data: Any
-    text: str
+    render_text: Callable[[], str]
+
+    @property
+    def text(self) -> str:
+        return self.render_text()
 
 
 def normalise(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -297,6 +303,4 @@ class Service:
             result = operation.run(self.api, fields)
         line_numbers = fields.values.get("line_numbers", operation.line_numbers)
         options = RenderOptions(line_numbers=bool(line_numbers), full_path=fields.flag("full_path"))
-        fmt = "cli"
-        text = render(result, fmt, options)
-        return Answer(json_data(result), text)
+        return Answer(json_data(result), lambda: render(result, "cli", options))
