@@ -30,8 +30,14 @@ SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "sample"
 
 # What a keyword search builds; everything else in tansaku.types is deferred.
 SEARCH_TYPES = {"Notice", "Collection", "Snippet", "Hit", "SearchResult"}
-# Imported only by commands that need them (writes, collection add), never by a search.
-NOT_FOR_SEARCH = {"tempfile", "tomli_w", "tansaku.config.masks", "tansaku.index.progress"}
+# Imported only by commands that need them (writes, collection add, completion), never by a search.
+NOT_FOR_SEARCH = {
+    "tempfile",
+    "tomli_w",
+    "tansaku.config.masks",
+    "tansaku.index.progress",
+    "argcomplete",  # only when a shell asks for completions
+}
 
 PROBE = """
 import io, sys

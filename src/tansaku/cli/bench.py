@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .common import Output, add_format_options, add_index_option, api_for
+from .common import Output, add_format_options, add_index_option, api_for, collection_names, complete_with
 
 
 def register(commands: Any) -> None:
@@ -15,15 +15,18 @@ def register(commands: Any) -> None:
         "bench", help="measure ranking quality on a judged query set (Hit@k, MRR@10, nDCG@10, latency)"
     )
     bench.add_argument("query_set", metavar="SET.jsonl", help="judged queries (see docs/evals.md)")
-    bench.add_argument(
-        "-c",
-        "--collection",
-        action="append",
-        default=[],
-        dest="collections",
-        metavar="NAME",
-        help="collection to search (default: the set's corpus field); repeat it to search several,"
-        " whose judged paths are then written COLLECTION/PATH",
+    complete_with(
+        bench.add_argument(
+            "-c",
+            "--collection",
+            action="append",
+            default=[],
+            dest="collections",
+            metavar="NAME",
+            help="collection to search (default: the set's corpus field); repeat it to search several,"
+            " whose judged paths are then written COLLECTION/PATH",
+        ),
+        collection_names,
     )
     bench.add_argument(
         "--level",

@@ -6,7 +6,15 @@ import argparse
 import sys
 from typing import Any
 
-from .common import DelayedProgress, Output, add_format_options, add_index_option, api_for
+from .common import (
+    DelayedProgress,
+    Output,
+    add_format_options,
+    add_index_option,
+    api_for,
+    collection_names,
+    complete_with,
+)
 
 ADMIN_FORMATS = ("cli", "json")
 
@@ -59,32 +67,32 @@ def register(commands: Any) -> None:
     _common(sub.add_parser("list", help="list collections"), _list)
 
     show = sub.add_parser("show", help="everything about one collection")
-    show.add_argument("name")
+    complete_with(show.add_argument("name"), collection_names)
     _common(show, _show)
 
     rename = sub.add_parser("rename", help="rename a collection (its contexts follow)")
-    rename.add_argument("old")
+    complete_with(rename.add_argument("old"), collection_names)
     rename.add_argument("new")
     _common(rename, _rename)
 
     remove = sub.add_parser(
         "remove", help="unregister a collection and drop its index rows (files untouched)"
     )
-    remove.add_argument("name")
+    complete_with(remove.add_argument("name"), collection_names)
     _common(remove, _remove)
 
     include = sub.add_parser("include", help="search this collection again by default")
-    include.add_argument("name")
+    complete_with(include.add_argument("name"), collection_names)
     _common(include, lambda args, out: _set_include(args, out, True))
 
     exclude = sub.add_parser("exclude", help="skip this collection unless -c names it")
-    exclude.add_argument("name")
+    complete_with(exclude.add_argument("name"), collection_names)
     _common(exclude, lambda args, out: _set_include(args, out, False))
 
     hook = sub.add_parser(
         "set-update", help="set the shell command run before this collection is updated (none: clear)"
     )
-    hook.add_argument("name")
+    complete_with(hook.add_argument("name"), collection_names)
     hook.add_argument("cmd", nargs="?", default=None, help="run with bash -c in the collection folder")
     _common(hook, _set_update)
 
@@ -92,12 +100,12 @@ def register(commands: Any) -> None:
         "set-chunk-strategy",
         help="how this collection's files are chunked: regex, or auto (code at definitions)",
     )
-    strategy.add_argument("name")
+    complete_with(strategy.add_argument("name"), collection_names)
     strategy.add_argument("strategy", choices=("regex", "auto"))
     _common(strategy, _set_chunk_strategy)
 
     ls = commands.add_parser("ls", help="list collections, or the files of COLLECTION[/SUB]")
-    ls.add_argument("target", nargs="?", metavar="COLLECTION[/SUB]")
+    complete_with(ls.add_argument("target", nargs="?", metavar="COLLECTION[/SUB]"), collection_names)
     _common(ls, _ls)
 
 

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -129,6 +129,34 @@ def add_index_option(parser: argparse.ArgumentParser, *, top_level: bool = False
         default=None if top_level else argparse.SUPPRESS,
         help="use a named index (its own config NAME.toml and index NAME.sqlite); default: index",
     )
+
+
+def complete_with(action: argparse.Action, completer: Callable[..., Iterable[str]]) -> argparse.Action:
+    """Give `action` a shell completer (argcomplete reads the attribute; see main.complete).
+
+    A plain attribute and a plain function, so that registering it imports nothing: ordinary
+    commands build these parsers too.
+    """
+    action.completer = completer  # type: ignore[attr-defined]
+    return action
+
+
+def collection_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
+    """The configured collections' names, for completing -c/--collection and NAME arguments.
+
+    Reads only the config file of the index the line names (--index): completion runs on every
+    Tab press, so it must never open the index or load a model, and a broken config must not
+    print a traceback into the shell, so it completes nothing instead.
+    """
+    from ..config import settings
+    from ..errors import TansakuError
+    from ..paths import locations
+
+    try:
+        config = settings.load(locations(getattr(parsed_args, "index", None)).config_file)
+    except (TansakuError, OSError):
+        return []
+    return [name for name in sorted(config.collections) if name.startswith(prefix)]
 
 
 def add_format_options(parser: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS) -> None:

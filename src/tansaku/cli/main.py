@@ -54,6 +54,7 @@ _COMMAND_GROUPS: dict[str, ModuleType] = {
     "models": models,
     "bench": bench,
     "mcp": serve,
+    "completion": admin,
 }
 
 
@@ -100,7 +101,25 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def complete() -> None:
+    """Answer a shell's Tab press (`tansaku completion SHELL` installs the code that asks).
+
+    The shell runs tansaku with `_ARGCOMPLETE` set and the line so far in COMP_LINE;
+    argcomplete writes the candidates where the shell reads them and exits the process.
+    argcomplete is imported only here, so ordinary commands never load it. The parser is the
+    full one: the narrowed parser is chosen from the command word, which is still in COMP_LINE.
+    search, vsearch and query sort their words before argparse sees them (CommandParser);
+    argcomplete still finds the option being completed after a query word (test_completion).
+    """
+    import argcomplete
+
+    argcomplete.autocomplete(build_parser())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None and "_ARGCOMPLETE" in os.environ:
+        # Only a real process: a caller passing argv wants its own words run, whatever the env.
+        complete()
     words = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(words)
     args = parser.parse_args(words)

@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from .common import Output, add_format_options, add_index_option, api_for
+from .common import Output, add_format_options, add_index_option, api_for, complete_with
 
 ADMIN_FORMATS = ("cli", "json")
 # The same tuple as models.registry.ROLES (a test keeps them equal), spelled out so that building
@@ -31,7 +31,9 @@ def register(commands: Any) -> None:
     pull = sub.add_parser(
         "pull", help="download hf: models into the models cache (default: every missing one); needs network"
     )
-    pull.add_argument("roles", nargs="*", metavar="ROLE", help=f"any of: {', '.join(ROLES)}")
+    # No `choices`: argparse would then reject an empty ROLE list; the completer offers them instead.
+    roles = pull.add_argument("roles", nargs="*", metavar="ROLE", help=f"any of: {', '.join(ROLES)}")
+    complete_with(roles, _roles)
     _common(pull, _pull)
 
     add = sub.add_parser("add", help="use a local GGUF file for ROLE (written to the config)")
@@ -55,6 +57,10 @@ def register(commands: Any) -> None:
     path = sub.add_parser("path", help="print the local file of ROLE's model (exit 1 if it is missing)")
     path.add_argument("role", choices=ROLES)
     _common(path, _path)
+
+
+def _roles(prefix: str, **_: Any) -> tuple[str, ...]:
+    return ROLES
 
 
 def _common(parser: argparse.ArgumentParser, handler: Any) -> None:

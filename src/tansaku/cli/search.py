@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import Output, add_format_options, add_index_option, add_query_argument, api_for
+from .common import (
+    Output,
+    add_format_options,
+    add_index_option,
+    add_query_argument,
+    api_for,
+    collection_names,
+    complete_with,
+)
 
 TERMINAL_LIMIT = 5
 SCRIPT_LIMIT = 20
@@ -41,10 +49,10 @@ def add_result_options(
     parser.add_argument(
         "--line-numbers", action="store_true", help="prefix snippet lines with their line numbers"
     )
-    parser.add_argument(
+    complete_with(parser.add_argument(
         "-c", "--collection", action="append", default=[], dest="collections", metavar="NAME",
         help="search only this collection (repeatable; excluded collections too)",
-    )  # fmt: skip
+    ), collection_names)  # fmt: skip
     parser.add_argument(
         "--full-path", action="store_true", help="show disk paths instead of tansaku:// paths"
     )

@@ -13,6 +13,8 @@ from .common import (
     add_index_option,
     add_query_argument,
     api_for,
+    collection_names,
+    complete_with,
 )
 from .search import add_result_options, add_transcript_options, result_limit
 
@@ -21,10 +23,10 @@ EXIT_INTERRUPTED = 130
 
 def register(commands: Any) -> None:
     embed = commands.add_parser("embed", help="compute vectors for chunks that have none (local model)")
-    embed.add_argument(
+    complete_with(embed.add_argument(
         "-c", "--collection", action="append", default=[], dest="collections", metavar="NAME",
         help="only this collection (repeatable); default: all",
-    )  # fmt: skip
+    ), collection_names)  # fmt: skip
     embed.add_argument(
         "-f", "--force", action="store_true", help="recompute every vector of these collections"
     )
