@@ -24,6 +24,7 @@ from .llama import (
     LlamaYesNoScorer,
     _import_llama_cpp,
     _Threads,
+    cached_gguf_metadata,
     decode_sequences,
     file_sha256,
     read_gguf_metadata,
@@ -301,8 +302,8 @@ Reranker = LlamaCrossEncoder | LlamaYesNoScorer
 
 
 def is_cross_encoder(path: str | Path) -> bool:
-    """Whether the GGUF file is a rank-pooling cross-encoder (its header only; no load)."""
-    meta = read_gguf_metadata(Path(path))
+    """Whether the GGUF file is a rank-pooling cross-encoder (its header only, read once; no load)."""
+    meta = cached_gguf_metadata(path)
     family = str(meta.get("general.architecture", ""))
     return bool(family) and meta.get(f"{family}.pooling_type") == _POOLING_RANK
 

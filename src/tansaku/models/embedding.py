@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -36,16 +35,9 @@ def prompt_format(path: Path, config_path: Path) -> PromptFormat:
         override = models.get("embed_prompt") if isinstance(models, dict) else None
     except (OSError, tomllib.TOMLDecodeError):
         override = None
-    st = path.stat()
-    return choose(_gguf_metadata(str(path), st.st_size, st.st_mtime_ns), override)
+    from .llama import cached_gguf_metadata
 
-
-@functools.lru_cache(maxsize=8)
-def _gguf_metadata(path: str, size: int, mtime_ns: int) -> dict[str, Any]:
-    """Read once per file version: walking a GGUF header costs tens of ms, more than a query."""
-    from .llama import read_gguf_metadata
-
-    return read_gguf_metadata(Path(path))
+    return choose(cached_gguf_metadata(path), override)
 
 
 def load_embedder(path: Path, *, threads: int | None = None, verbose: bool = False) -> Any:

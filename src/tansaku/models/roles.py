@@ -22,42 +22,6 @@ _LOADED: dict[tuple[str, str], Any] = {}
 _SKIPPED = {"generate": "the query is not expanded", "rerank": "results keep their fused order"}
 
 
-class KnownHash:
-    """A model whose file hash is already known (from the index), so no 250 MB file is read to
-    key a cache lookup; everything else is the model's."""
-
-    def __init__(self, model: Any, sha256: str) -> None:
-        self._model = model
-        self.model_sha256 = sha256
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._model, name)
-
-
-def load_role_model(
-    role: str, config_path: Path, hashes: Any | None = None
-) -> tuple[Any | None, Notice | None]:
-    """(model, None), or (None, a MODEL_MISSING notice). ``hashes`` memoises file hashes (an
-    ``LlmCache``); without it a model hashes its file on first use."""
-    ref = resolve(role, config_path)
-    if not ref.present:
-        return None, Notice(
-            MODEL_MISSING,
-            f"the {role} model {ref.reference} is not on this machine: {_SKIPPED[role]}"
-            f" (`tansaku models pull {role}`, or `tansaku models add {role} PATH.gguf`)",
-        )
-    key = (role, str(ref.local_path))
-    if key not in _LOADED:
-        try:
-            _LOADED[key] = _open(role, str(ref.local_path))
-        except (ImportError, OSError, ValueError, RuntimeError) as exc:
-            why = f"cannot load the {role} model {ref.local_path}: {exc}: {_SKIPPED[role]}"
-            return None, Notice(MODEL_MISSING, why)
-    model = _LOADED[key]
-    sha = _known_hash(str(ref.local_path), hashes)
-    return (KnownHash(model, sha) if sha else model), None
-
-
 class ModelLoadError(RuntimeError):
     """The model file is there but llama.cpp cannot load it."""
 
@@ -73,10 +37,6 @@ class LazyModel:
             self.model_sha256 = sha256
         if prompt_version is not None:
             self.prompt_version = prompt_version
-
-    @property
-    def loaded(self) -> bool:
-        return (self._role, self._path) in _LOADED
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for what __init__ did not set: everything else is the real model's.
