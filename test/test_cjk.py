@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 import types
 
@@ -8,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tansaku.text import cjk
+
+pytestmark = pytest.mark.cjk
 
 
 @pytest.mark.parametrize(
@@ -123,3 +126,15 @@ def test_prefers_rjieba() -> None:
     import rjieba
 
     assert cjk.load_segmenter() == rjieba.cut_for_search
+
+
+@pytest.mark.skipif(
+    os.environ.get("TANSAKU_TEST_WITHOUT_RJIEBA") != "1", reason="only in the run with rjieba hidden"
+)
+def test_run_without_rjieba_really_uses_jieba() -> None:
+    # Guards CI's second run: were jieba missing too, it would silently test character bigrams.
+    cutter = cjk.load_segmenter()
+    assert cutter is not cjk._bigram_cut
+    assert "jieba" in sys.modules
+    assert sys.modules["rjieba"] is None
+    assert cjk.segment("数据库连接池") == "数据 据库 数据库 连接 连接池"
