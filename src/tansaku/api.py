@@ -50,16 +50,23 @@ if TYPE_CHECKING:
 
 class Tansaku:
     def __init__(
-        self, index_name: str | None = None, *, cwd: str | None = None, keep_vectors: bool = True
+        self,
+        index_name: str | None = None,
+        *,
+        cwd: str | None = None,
+        keep_vectors: bool = True,
+        keep_connections: bool = False,
     ) -> None:
         """``keep_vectors``: vsearch reads the model's vectors into memory once and answers every
         later query from there while the index is unchanged (for a process that lives on, like a
         server). A one-shot command passes False: it searches them on disk with sqlite-vec rather
-        than read them all for a single query."""
+        than read them all for a single query. ``keep_connections``: read connections stay open
+        between calls, one per thread (db.ReaderPool), for the same kind of process."""
         self.locations: Locations = locations(index_name)
         self.cwd = cwd
         self.keep_vectors = keep_vectors
         self._vectors: VectorCache | None = None
+        self._readers = db.ReaderPool(self.index_path) if keep_connections else None
 
     def _vector_cache(self) -> VectorCache:
         from .search.vector_cache import VectorCache
@@ -92,6 +99,8 @@ class Tansaku:
             ) from None
 
     def _reader(self) -> contextlib.AbstractContextManager[db.Connection]:
+        if self._readers is not None:
+            return self._readers.reading()
         return db.reading(self.index_path)
 
     @contextlib.contextmanager

@@ -288,7 +288,7 @@ class Service:
     """
 
     def __init__(self, index_name: str | None = None) -> None:
-        self.api = Tansaku(index_name, keep_vectors=True)
+        self.api = Tansaku(index_name, keep_vectors=True, keep_connections=True)
         self._models = threading.Lock()
 
     def call(self, name: str, raw: Mapping[str, Any]) -> Answer:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -279,3 +280,56 @@ class ChangeWatch:
         if self._conn is not None:
             self._conn.close()
         self._conn, self._file = None, None
+
+
+class ReaderPool:
+    """One read connection per thread, kept open between blocks (for a process that lives on,
+    like a server): opening one and checking its schema costs about a millisecond, as much as a
+    small keyword search.
+
+    A kept connection still sees every commit (each statement outside a transaction reads the
+    newest snapshot), but not a rebuilt index, which is a new file: the file's identity is
+    checked at every block and a changed file is opened afresh (schema check included).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+
+    def _file(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _connection(self) -> Connection:
+        file = self._file()
+        held: tuple[tuple[int, int], Connection] | None = getattr(self._local, "held", None)
+        if held is not None and file is not None and held[0] == file:
+            return held[1]
+        self._drop()
+        conn = open_read(self.path)  # raises INDEX_MISSING, schema errors, as a one-shot reader
+        if file is not None:
+            self._local.held = (file, conn)
+        return conn
+
+    def _drop(self) -> None:
+        held = getattr(self._local, "held", None)
+        self._local.held = None
+        if held is not None:
+            held[1].close()
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        conn = self._connection()
+        try:
+            yield conn
+        except DatabaseError as exc:
+            self._drop()  # a connection that failed is not trusted again
+            raise translate(exc, self.path) from exc
+        finally:
+            if getattr(self._local, "held", None) is None:
+                conn.close()
+            elif conn.in_transaction:
+                conn.rollback()  # a snapshot left open would hide every later commit
