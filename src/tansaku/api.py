@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import settings
-from .config.contexts import GLOBAL, normalize_context_path
+from .config.contexts import missing_contexts, normalize_context_path
 from .errors import (
     CollectionExists,
     CollectionNotFound,
@@ -629,25 +629,11 @@ class Tansaku:
 
     def check_contexts(self) -> list[str]:
         """Collections and top-level folders that have no context yet (as virtual paths)."""
-        config = self.config()
-        missing: list[str] = []
-        folders: dict[str, set[str]] = {}
+        paths: list[tuple[str, str]] = []
         if self.index_path.exists():
             with self._reader() as conn:
-                for collection, path in store.all_paths(conn):
-                    if "/" in path:
-                        folders.setdefault(collection, set()).add(path.split("/", 1)[0])
-        for c in config.collection_list():
-            key = virtual_path(c.name)
-            if key not in config.contexts:
-                missing.append(key)
-            for folder in sorted(folders.get(c.name, ())):
-                sub = virtual_path(c.name, folder)
-                if sub not in config.contexts:
-                    missing.append(sub)
-        if GLOBAL not in config.contexts and not missing:
-            return [GLOBAL]
-        return missing
+                paths = store.all_paths(conn)
+        return missing_contexts(self.config(), paths)
 
     # --- health -------------------------------------------------------------------------------
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import CollectionNotFound, UsageError
 from ..paths import VIRTUAL_PREFIX, is_within, normalize_rel, split_virtual_path, virtual_path
 from ..types import Collection
+
+if TYPE_CHECKING:
+    from .settings import Config
 
 GLOBAL = "/"
 
@@ -74,3 +78,24 @@ def contexts_for(contexts: Mapping[str, str], collection: str, rel_path: str) ->
             found.append((len([p for p in sub.split("/") if p]), text))
     found.sort(key=lambda item: item[0])
     return tuple(text for _, text in found)
+
+
+def missing_contexts(config: Config, indexed_paths: Iterable[tuple[str, str]]) -> list[str]:
+    """Collections and top-level folders (of the indexed ``(collection, path)`` pairs) that have
+    no context yet, as virtual paths; the global one when nothing else is missing."""
+    folders: dict[str, set[str]] = {}
+    for collection, path in indexed_paths:
+        if "/" in path:
+            folders.setdefault(collection, set()).add(path.split("/", 1)[0])
+    missing: list[str] = []
+    for c in config.collection_list():
+        key = virtual_path(c.name)
+        if key not in config.contexts:
+            missing.append(key)
+        for folder in sorted(folders.get(c.name, ())):
+            sub = virtual_path(c.name, folder)
+            if sub not in config.contexts:
+                missing.append(sub)
+    if GLOBAL not in config.contexts and not missing:
+        return [GLOBAL]
+    return missing
