@@ -73,6 +73,7 @@ class CountingGenerator:
         stop: Sequence[str] = (),
         grammar: str | None = None,
         timeout: float | None = None,
+        stable_prefix: int = 0,
     ) -> str:
         self.calls += 1
         self.grammar = grammar
@@ -88,6 +89,7 @@ class CountingGenerator:
             stop=stop,
             grammar=grammar,
             timeout=timeout,
+            stable_prefix=stable_prefix,
         )
         self.timed_out = self.inner.timed_out
         return str(text)
@@ -427,3 +429,29 @@ def test_a_line_made_only_of_the_querys_own_words_is_dropped() -> None:
 
 
 QUERY_READ = "how do I read a file line by line"
+
+
+@requires_gemma
+def test_a_stable_prefix_is_restored_and_gives_the_same_output(generator: Any) -> None:
+    def expand(model: Any, query: str) -> str:
+        return str(
+            model.generate(
+                gen_mod.build_prompt(query),
+                max_tokens=24,
+                grammar=gen_mod.EXPANSION_GRAMMAR,
+                stable_prefix=len(gen_mod._STABLE_PREFIX),
+            )
+        )
+
+    first = expand(generator, "copy a folder recursively")
+    generator.generate("Unrelated text, as a scorer sharing the context would leave", max_tokens=4)
+    again = expand(generator, "copy a folder recursively")
+    assert generator.reused_prefix_tokens > 100  # the few-shot part was restored, not evaluated
+    assert again == first
+    other = expand(generator, "rotate log files")
+    assert generator.reused_prefix_tokens > 100
+    from tansaku.models.llama import LlamaGenerator
+
+    with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as fresh:
+        assert expand(fresh, "rotate log files") == other
+        assert fresh.reused_prefix_tokens == 0

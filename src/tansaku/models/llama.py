@@ -602,17 +602,22 @@ class LlamaGenerator(_CausalModel):
         self._load(path, n_ctx, n_threads, verbose)
         self.last_tokens = 0  # tokens produced by the latest generate(), for throughput figures
         self.timed_out = False  # whether the latest generate() stopped at its timeout
+        self.reused_prefix_tokens = 0  # prompt tokens the latest generate() restored, not evaluated
         self._grammars: dict[str, Any] = {}
+        self._prefix_state: tuple[list[int], bytes] | None = None
 
     def generate(
         self, prompt: str, *, max_tokens: int, temperature: float = 0.0, seed: int = 0,
         stop: Sequence[str] = (), grammar: str | None = None, timeout: float | None = None,
+        stable_prefix: int = 0,
     ) -> str:  # fmt: skip
         """The completion of ``prompt``: at most ``max_tokens`` tokens, cut before any ``stop`` string.
 
         ``grammar`` (GBNF) constrains every token, so the output always has its shape.
         ``timeout`` (seconds) stops decoding early; ``timed_out`` then says so. A prompt too long
-        for the window raises ValueError.
+        for the window raises ValueError. ``stable_prefix``: the length of a leading part of
+        ``prompt`` that later calls repeat (a few-shot prompt); with a grammar, its state is kept
+        and restored next time instead of evaluated again.
         """
         self._check_open()
         if max_tokens < 1:
@@ -624,7 +629,7 @@ class LlamaGenerator(_CausalModel):
         self.timed_out = False
         deadline = None if timeout is None else time.perf_counter() + timeout
         if grammar is not None:
-            return self._generate_constrained(prompt, max_tokens, stop, grammar, deadline)
+            return self._generate_constrained(prompt, max_tokens, stop, grammar, deadline, stable_prefix)
         options: dict[str, Any] = {}
         if deadline is not None:
 
@@ -647,8 +652,9 @@ class LlamaGenerator(_CausalModel):
         return str(result["choices"][0]["text"])
 
     def _generate_constrained(
-        self, prompt: str, max_tokens: int, stop: Sequence[str], grammar: str, deadline: float | None
-    ) -> str:
+        self, prompt: str, max_tokens: int, stop: Sequence[str], grammar: str, deadline: float | None,
+        stable_prefix: int = 0,
+    ) -> str:  # fmt: skip
         """Greedy decoding under a GBNF grammar, checking the grammar on the best few tokens first.
 
         llama-cpp-python's sampler chain applies the grammar to the whole vocabulary at every step
@@ -660,9 +666,12 @@ class LlamaGenerator(_CausalModel):
         import numpy as np
 
         lc, llm = self._llama_cpp, self._llm
-        prompt_tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
-        if len(prompt_tokens) + max_tokens > self.context_tokens:
-            raise ValueError(f"the prompt ({len(prompt_tokens)} tokens) is too long for the window")
+        # The two parts are always tokenized apart, so a first and a repeated call see the same
+        # tokens whether or not the prefix's state was restored.
+        head = llm.tokenize(prompt[:stable_prefix].encode("utf-8"), add_bos=True, special=False)
+        rest = llm.tokenize(prompt[stable_prefix:].encode("utf-8"), add_bos=not head, special=False)
+        if len(head) + len(rest) + max_tokens > self.context_tokens:
+            raise ValueError(f"the prompt ({len(head) + len(rest)} tokens) is too long for the window")
         vocab = lc.llama_model_get_vocab(llm.model)
         sampler = lc.llama_sampler_init_grammar(vocab, grammar.encode("utf-8"), b"root")
         if not sampler:
@@ -670,7 +679,7 @@ class LlamaGenerator(_CausalModel):
         produced: list[int] = []
         text = ""
         try:
-            llm.eval(prompt_tokens)
+            self._evaluate_prompt(list(head), list(rest))
             n_vocab = llm.n_vocab()
             for _ in range(max_tokens):
                 pointer = lc.llama_get_logits_ith(llm.ctx, -1)
@@ -695,6 +704,31 @@ class LlamaGenerator(_CausalModel):
         for marker in stop:
             text = text.split(marker, 1)[0]
         return text
+
+    def _evaluate_prompt(self, head: list[int], rest: list[int]) -> None:
+        """Evaluate ``head`` then ``rest`` from an empty context, restoring ``head``'s KV state
+        when it is the prefix of the previous call (the saved bytes are an exact copy, so the
+        logits are the same as evaluating it again). The state is saved, not left in the context,
+        because a scorer sharing this context clears it between calls."""
+        lc, llm = self._llama_cpp, self._llm
+        self.reused_prefix_tokens = 0
+        saved = self._prefix_state
+        if head and saved is not None and saved[0] == head:
+            state = (ctypes.c_uint8 * len(saved[1])).from_buffer_copy(saved[1])
+            if lc.llama_state_seq_set_data(llm.ctx, state, len(saved[1]), 0) == len(saved[1]):
+                llm.n_tokens = len(head)
+                llm.input_ids[: len(head)] = head
+                self.reused_prefix_tokens = len(head)
+            else:  # not restorable: evaluate it as on a first call
+                llm.reset()
+                llm.eval(head)
+        elif head:
+            llm.eval(head)
+            size = int(lc.llama_state_seq_get_size(llm.ctx, 0))
+            buffer = (ctypes.c_uint8 * size)()
+            written = int(lc.llama_state_seq_get_data(llm.ctx, buffer, size, 0))
+            self._prefix_state = (head, bytes(buffer)[:written]) if 0 < written <= size else None
+        llm.eval(rest)
 
     def _allowed_best(self, sampler: Any, logits: Any, count: int) -> int | None:
         """The highest-logit token among the ``count`` best that the grammar allows, or None."""
