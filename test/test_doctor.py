@@ -210,3 +210,20 @@ def test_doctor_renders_in_every_admin_format(snapshot):
     ]
     assert render(checks, "cli") == snapshot(name="cli")
     assert render(checks, "json") == snapshot(name="json")
+
+
+def test_deep_loads_each_present_model_and_times_one_call(cli, model: Path, config_path: Path, tmp_path):
+    # A GGUF header with no weights passes the file checks but cannot load: only --deep finds it.
+    hollow = embed_file(tmp_path, 384)
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(f'[models]\nrerank = "{hollow}"\n', encoding="utf-8")
+    code, checks = doctor(cli)
+    assert code == 0 and not [name for name in checks if name.endswith(".load")]
+    assert one(checks, "model.rerank")["status"] == "ok"
+    code, checks = doctor(cli, "--deep")
+    assert code == 4
+    embed = one(checks, "model.embed.load")
+    assert embed["status"] == "ok" and "loaded and answered in" in embed["detail"]
+    rerank = one(checks, "model.rerank.load")
+    assert rerank["status"] == "fail" and "does not load" in rerank["detail"] and rerank["fix"]
+    assert "model.generate.load" not in checks  # absent models are not loaded (a warning above)
