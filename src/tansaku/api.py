@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -67,12 +68,14 @@ class Tansaku:
         self.keep_vectors = keep_vectors
         self._vectors: VectorCache | None = None
         self._readers = db.ReaderPool(self.index_path) if keep_connections else None
+        self._creating = threading.Lock()
 
     def _vector_cache(self) -> VectorCache:
         from .search.vector_cache import VectorCache
 
-        if self._vectors is None:
-            self._vectors = VectorCache(self.index_path, None if self.keep_vectors else 0)
+        with self._creating:  # two threads of a server must not each read the vectors
+            if self._vectors is None:
+                self._vectors = VectorCache(self.index_path, None if self.keep_vectors else 0)
         return self._vectors
 
     # --- config -------------------------------------------------------------------------------

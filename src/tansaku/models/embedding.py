@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,34 @@ from .prompts import PromptFormat, choose
 from .registry import ModelRef, resolve
 
 _LOADED: dict[str, Any] = {}
+_LOADING = threading.Lock()
+
+
+class _TakingTurns:
+    """The process's one embedder of a file, shared by every thread (a server's requests): a
+    llama.cpp context is not safe to use from two threads at once, so its calls take turns. Only
+    the model is serialised; the vector search around it runs side by side."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._turn = threading.RLock()
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        if not callable(value):
+            return value
+
+        def in_turn(*args: Any, **kwargs: Any) -> Any:
+            with self._turn:
+                return value(*args, **kwargs)
+
+        return in_turn
+
+    def __enter__(self) -> _TakingTurns:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def embed_model(config_path: Path) -> ModelRef:
@@ -48,15 +77,16 @@ def load_embedder(path: Path, *, threads: int | None = None, verbose: bool = Fal
     machine's load before each decode (``ThreadSetting.batch`` unless the user fixed it).
     """
     key = str(path)
-    if key not in _LOADED:
-        from .llama import LlamaEmbedder
+    with _LOADING:
+        if key not in _LOADED:
+            from .llama import LlamaEmbedder
 
-        try:
-            _LOADED[key] = LlamaEmbedder(key, n_threads=threads, verbose=verbose)
-        except ImportError as exc:
-            raise ModelMissing(str(exc), hint="pip install 'tansaku[models]'") from exc
-        except (FileNotFoundError, ValueError) as exc:
-            raise ModelMissing(f"cannot load the embedding model: {exc}") from exc
-    else:
-        _LOADED[key].set_threads(threads)
+            try:
+                _LOADED[key] = _TakingTurns(LlamaEmbedder(key, n_threads=threads, verbose=verbose))
+            except ImportError as exc:
+                raise ModelMissing(str(exc), hint="pip install 'tansaku[models]'") from exc
+            except (FileNotFoundError, ValueError) as exc:
+                raise ModelMissing(f"cannot load the embedding model: {exc}") from exc
+            return _LOADED[key]
+    _LOADED[key].set_threads(threads)
     return _LOADED[key]

@@ -246,7 +246,8 @@ class Operation:
 
 OPERATIONS: dict[str, Operation] = {
     "search": Operation(_search, frozenset(_RESULT_FIELDS | _TRANSCRIPT_FIELDS), False, False),
-    "vsearch": Operation(_vsearch, frozenset(_RESULT_FIELDS), False, True),
+    # The embedder takes turns on its own (models/embedding.py); the vector cache has its lock.
+    "vsearch": Operation(_vsearch, frozenset(_RESULT_FIELDS), False, False),
     "query": Operation(
         _query,
         frozenset(
@@ -282,9 +283,9 @@ def json_data(result: Any) -> Any:
 class Service:
     """One long-lived ``Tansaku`` shared by every request of a server process.
 
-    Keyword searches and reads run side by side (each opens its own read connection); requests
-    that may use a model or the in-memory vectors take turns, because a llama.cpp context and the
-    vector cache's first load are not safe to share between threads.
+    Keyword searches, vector searches and reads run side by side (each thread keeps its own read
+    connection; the embedder serialises its own calls); a ``query`` takes turns with other
+    queries, because its generator and reranker contexts are not safe to share between threads.
     """
 
     def __init__(self, index_name: str | None = None) -> None:
