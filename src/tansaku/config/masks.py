@@ -16,10 +16,16 @@ case-sensitively):
 
 Before matching, user input goes through :func:`expand_masks`: comma lists
 (``**/*.md,**/*.txt``) and brace groups (``**/*.{md,txt}``, nested allowed) become plain masks.
+
+The matching itself is wcmatch's (``wcmatch.glob``); what this module keeps are its own rules
+around it: names, comma lists and brace groups, validation with clear errors, and the two
+questions a walk asks about directories (:meth:`MaskMatcher.matches_dir`,
+:meth:`MaskMatcher.may_match_below`).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -216,114 +222,160 @@ def _class_members(body: str, mask: str, source: str | None = None) -> list[tupl
     return ranges
 
 
-def _class_regex(body: str, mask: str) -> str:
-    negate = body.startswith("!")
-    inner = "".join(
-        re.escape(low) if low == high else f"{re.escape(low)}-{re.escape(high)}"
-        for low, high in _class_members(body, mask)
-    )
-    # A range such as "[!-0]" spans "/", which must never match inside a segment.
-    return f"[^/{inner}]" if negate else f"(?!/)[{inner}]"
+# Matching is wcmatch's: each mask is rewritten as a wcmatch glob (_wc_glob) and translated by
+# ``wcmatch.glob.translate`` into a regex; the regexes are joined and compiled once. The flags:
+# GLOBSTAR for ``**``; DOTGLOB so that ``*`` and ``**`` match hidden names (the walker skips
+# those, the matcher does not); FORCEUNIX for "/" as the only separator and case-sensitive
+# matching on every platform. Not BRACE (expand_masks has expanded braces already, by rules of
+# its own), MATCHBASE (a mask without "/" matches at the top level only), EXTGLOB or NEGATE.
+
+# "*.md": a star, then literal text (maybe none).
+_STAR_LITERAL = re.compile(r"\*[^*?\[]*")
 
 
-def _segment_regex(segment: str, mask: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(segment):
-        ch = segment[i]
-        if ch == "*":
-            # A run of stars is one star: fewer quantifiers, no needless backtracking.
-            while i < len(segment) and segment[i] == "*":
-                i += 1
-            out.append("[^/]*")
-            continue
-        if ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = _class_end(segment, i)
-            out.append(_class_regex(segment[i + 1 : end - 1], mask))
-            i = end
-            continue
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out)
+def _wc_glob(segments: Sequence[str]) -> str:
+    """A validated mask (as segments) as wcmatch glob text with the same meaning.
 
-
-def _path_regex(segments: Sequence[str], mask: str) -> str:
-    out: list[str] = []
-    last = len(segments) - 1
-    for i, segment in enumerate(segments):
-        if segment == "**":
-            if i == last:
-                out.append(".+")
-            else:
-                out.append("(?:[^/]+/)*")
-            continue
-        out.append(_segment_regex(segment, mask))
-        if i != last:
-            out.append("/")
-    return "".join(out)
-
-
-def _below_regex(segments: Sequence[str], mask: str) -> str | None:
-    """Regex for the directories that could hold a path matching ``segments``, or None if none can.
-
-    Built from the end: a ``**`` lets any directory through; a plain segment lets through a
-    directory it matches, optionally followed by whatever the rest of the mask lets through.
-    The last plain segment names the file, so it admits no directory on its own.
+    Classes are rewritten with every member escaped: wcmatch would take a leading ``^`` as
+    negation and ``[:alpha:]`` as a POSIX class, where our masks mean those characters.
     """
-    tail: str | None = None
-    for i in range(len(segments) - 1, -1, -1):
-        segment = segments[i]
-        if segment == "**":
-            tail = ".+"
-        elif i == len(segments) - 1:
-            tail = None
-        else:
-            head = _segment_regex(segment, mask)
-            tail = head if tail is None else f"{head}(?:/{tail})?"
-    return tail
+    out: list[str] = []
+    for segment in segments:
+        i = 0
+        while (start := segment.find("[", i)) != -1:
+            end = _class_end(segment, start)
+            body = segment[start + 1 : end - 1]
+            members = "".join(
+                f"\\{low}" if low == high else f"\\{low}-\\{high}"
+                for low, high in _class_members(body, segment)
+            )
+            out.append(f"{segment[i:start]}[{'!' if body.startswith('!') else ''}{members}]")
+            i = end
+        out.append(segment[i:])
+        out.append("/")
+    return "".join(out[:-1])
 
 
-def _union(patterns: Iterable[str]) -> re.Pattern[str] | None:
-    unique = list(dict.fromkeys(patterns))
-    if not unique:
+def _below(segments: Sequence[str]) -> list[Sequence[str]]:
+    """Masks for the directories that could hold a path matching ``segments`` (maybe none).
+
+    Every proper prefix of the mask up to its first ``**`` (the last segment names the file, so
+    it admits no directory on its own) and, at that ``**``, everything below the prefix.
+    """
+    if segments[0] == "**":
+        return [["**"]]
+    found: list[Sequence[str]] = []
+    for j in range(1, len(segments)):
+        found.append(segments[:j])
+        if segments[j] == "**":
+            found.append(segments[: j + 1])
+            break
+    return found
+
+
+@functools.lru_cache(maxsize=256)
+def _translate(globs: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not globs:
         return None
-    return re.compile("|".join(f"(?:{p})" for p in unique), re.DOTALL)
+    from wcmatch import glob  # here, so that matchers that need no regex never import it
+
+    flags = glob.GLOBSTAR | glob.DOTGLOB | glob.FORCEUNIX
+    # limit=0: how many masks there are is bounded by expand_masks, not by wcmatch.
+    include, _exclude = glob.translate(list(globs), flags=flags, limit=0)
+    return re.compile("|".join(f"(?:{p})" for p in include))
+
+
+def _last_segments(path: str, count: int) -> str | None:
+    """The last ``count`` segments of ``path``, or None when it has fewer."""
+    parts = path.rsplit("/", count)
+    if len(parts) < count:
+        return None
+    return path if len(parts) == count else path[len(parts[0]) + 1 :]
+
+
+class _Globs:
+    """wcmatch's regexes for a set of masks, arranged so that Python's ``re`` runs them fast.
+
+    A leading ``**/`` in wcmatch's regex tries what follows at every character, several times
+    slower than what follows alone. The paths matched are normalized (no empty, ``.`` or ``..``
+    segment), and on those ``**/R`` matches when R matches the path from some segment on, and
+    when R holds no ``**``, the path's last segments (as many as R has). So:
+
+    - ``**/*.md`` (a star and literal text, maybe none; ``**`` alone is ``**/*``): the path ends
+      with that text. No regex, so no wcmatch, for the default mask;
+    - ``**/R``, R free of ``**``: R on the path's last segments;
+    - ``**/R`` with a ``**`` in R: R on the path from each segment on;
+    - any other mask: its regex, on the whole path.
+    """
+
+    def __init__(self, masks: Iterable[Sequence[str]]) -> None:
+        suffixes: dict[str, None] = {}
+        tails: dict[int, dict[str, None]] = {}
+        anywhere: dict[str, None] = {}
+        whole: dict[str, None] = {}
+        for segments in masks:
+            rest = segments[1:] or ["*"]
+            if segments[0] != "**":
+                whole[_wc_glob(segments)] = None
+            elif "**" in rest:
+                anywhere[_wc_glob(rest)] = None
+            elif len(rest) == 1 and _STAR_LITERAL.fullmatch(rest[0]):
+                suffixes[rest[0][1:]] = None
+            else:
+                tails.setdefault(len(rest), {})[_wc_glob(rest)] = None
+        self.suffixes = tuple(suffixes)
+        self.tails = [(count, _translate(tuple(globs))) for count, globs in tails.items()]
+        self.anywhere = _translate(tuple(anywhere))
+        self.whole = _translate(tuple(whole))
+
+    def match(self, path: str) -> bool:
+        if self.suffixes and path.endswith(self.suffixes):
+            return True
+        for count, regex in self.tails:
+            tail = _last_segments(path, count)
+            if tail is not None and regex is not None and regex.fullmatch(tail):
+                return True
+        if self.anywhere is not None:
+            cut = -1
+            while True:
+                if self.anywhere.fullmatch(path[cut + 1 :]):
+                    return True
+                cut = path.find("/", cut + 1)
+                if cut == -1:
+                    break
+        return self.whole is not None and self.whole.fullmatch(path) is not None
 
 
 class MaskMatcher:
-    """Matches relative posix paths against a set of expanded masks, compiled into one regex.
+    """Matches relative posix paths against a set of expanded masks.
 
     Used both for a collection's masks and for its ``ignore`` patterns. An empty matcher
-    matches nothing.
+    matches nothing. Paths are relative, normalized and use "/" (as a walk makes them).
     """
 
     def __init__(self, masks: Sequence[str]) -> None:
         if isinstance(masks, str):
             masks = (masks,)
         self.masks: tuple[str, ...] = tuple(masks)
-        files: list[str] = []
-        dirs: list[str] = []
-        below: list[str] = []
+        files: list[Sequence[str]] = []
+        dirs: list[Sequence[str]] = []
+        below: list[Sequence[str]] = []
         for mask in self.masks:
             segments = _check_mask(mask)
-            files.append(_path_regex(segments, mask))
+            files.append(segments)
             if len(segments) > 1 and segments[-1] == "**":
-                dirs.append(_path_regex(segments[:-1], mask))
-            if (prefix := _below_regex(segments, mask)) is not None:
-                below.append(prefix)
-        self._files = _union(files)
-        self._dirs = _union(files + dirs)
-        self._below = _union(below)
+                dirs.append(segments[:-1])
+            below.extend(_below(segments))
+        self._files = _Globs(files)
+        self._dirs = _Globs(files + dirs)
+        self._below = _Globs(below)
 
     def __repr__(self) -> str:
         return f"MaskMatcher({list(self.masks)!r})"
 
     def matches(self, rel_path: str) -> bool:
         """True when the whole of ``rel_path`` (e.g. ``notes/2024/a.md``) matches a mask."""
-        return self._files is not None and self._files.fullmatch(rel_path) is not None
+        return self._files.match(rel_path)
 
     def matches_dir(self, rel_dir: str) -> bool:
         """True when an ignore pattern covers the directory ``rel_dir`` and so all below it.
@@ -331,7 +383,7 @@ class MaskMatcher:
         That is when the directory matches a pattern itself (``drafts``, ``**/build``) or matches
         a pattern with its trailing ``/**`` stripped (``drafts/**``).
         """
-        return self._dirs is not None and self._dirs.fullmatch(rel_dir) is not None
+        return self._dirs.match(rel_dir)
 
     def may_match_below(self, rel_dir: str) -> bool:
         """True when some path below the directory ``rel_dir`` could match a mask.
@@ -339,4 +391,4 @@ class MaskMatcher:
         Lets a walk skip whole subtrees: with ``notes/*.md`` only ``notes`` is worth listing.
         It may say True for a directory that turns out to hold no match, never the reverse.
         """
-        return self._below is not None and self._below.fullmatch(rel_dir) is not None
+        return self._below.match(rel_dir)
