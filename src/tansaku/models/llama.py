@@ -467,14 +467,33 @@ def _read_value(f: BinaryIO, kind: int, size: int) -> object:
     return struct.unpack(fmt, _read(f, struct.calcsize(fmt)))[0]
 
 
+_LENGTH = struct.Struct("<Q")
+
+
+def _skip_strings(f: BinaryIO, count: int, size: int) -> None:
+    """Step over ``count`` length-prefixed strings, parsing blocks in memory: a vocabulary holds
+    up to 262k of them, and a read and a seek per string cost three times as much."""
+    start = f.tell()
+    block = b""
+    offset = 0  # in ``block``, which starts at file position ``start``
+    for _ in range(count):
+        if offset + 8 > len(block):
+            start += offset
+            f.seek(start)
+            block, offset = f.read(1 << 20), 0
+            if len(block) < 8:
+                raise ValueError("the file is truncated")
+        (n,) = _LENGTH.unpack_from(block, offset)
+        if n > size:
+            raise ValueError("a string runs past the end of the file")
+        offset += 8 + n
+    f.seek(start + offset)
+
+
 def _skip_array(f: BinaryIO, size: int) -> None:
     kind, count = struct.unpack("<IQ", _read(f, 12))
     if kind == _GGUF_STRING:
-        for _ in range(count):
-            (n,) = struct.unpack("<Q", _read(f, 8))
-            if n > size:
-                raise ValueError("a string runs past the end of the file")
-            f.seek(n, os.SEEK_CUR)
+        _skip_strings(f, count, size)
     elif kind in _GGUF_SCALARS:
         f.seek(count * struct.calcsize(_GGUF_SCALARS[kind]), os.SEEK_CUR)
     else:
@@ -502,7 +521,9 @@ def file_sha256(path: str | Path) -> str:
 def _load_causal(path: str, *, n_ctx: int, threads: _Threads, verbose: bool) -> tuple[Any, float]:
     """(Llama, load seconds) for a decoder model; errors as for LlamaEmbedder."""
     llama_cpp = _import_llama_cpp()
-    meta = read_gguf_metadata(Path(path))
+    if not Path(path).is_file():
+        read_gguf_metadata(Path(path))  # raises the clear error for a missing file or a folder
+    meta = cached_gguf_metadata(path)
     family = str(meta.get("general.architecture", ""))
     if not family:
         raise ValueError(f"{path}: GGUF file has no general.architecture")
