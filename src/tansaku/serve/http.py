@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -120,7 +119,7 @@ def _endpoint(
     async def handle(request: Request) -> Response:
         try:
             fields = await read(request)
-            answer = await anyio.to_thread.run_sync(service.call, operation, fields)
+            answer = await service.run(operation, fields)
         except guard.BodyTooLarge:
             return JSONResponse(
                 {"error": {"code": "BODY_TOO_LARGE", "message": "request body too large"}}, status_code=413

@@ -233,7 +233,7 @@ def build(service: Service) -> Server[Any]:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
         try:
-            answer = await anyio.to_thread.run_sync(service.call, params.name, arguments)
+            answer = await service.run(params.name, arguments)
         except TansakuError as exc:
             return error_result(exc, service)
         return tool_result(answer, service)
@@ -269,7 +269,7 @@ def build(service: Service) -> Server[Any]:
         if not uri.startswith(VIRTUAL_PREFIX):
             raise ValueError(f"not a tansaku resource: {uri}")
         try:
-            answer = await anyio.to_thread.run_sync(service.call, "get", {"ref": uri, "line_numbers": False})
+            answer = await service.run("get", {"ref": uri, "line_numbers": False})
         except TansakuError as exc:
             raise ValueError(json.dumps(exc.to_dict())) from exc
         text = "\n".join(answer.data["lines"]) + ("\n" if answer.data["lines"] else "")

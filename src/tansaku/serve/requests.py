@@ -291,6 +291,19 @@ class Service:
     def __init__(self, index_name: str | None = None) -> None:
         self.api = Tansaku(index_name, keep_vectors=True, keep_connections=True)
         self._models = threading.Lock()
+        self._limiter: Any = None
+
+    async def run(self, name: str, raw: Mapping[str, Any]) -> Answer:
+        """``call`` in a worker thread, off the event loop. Few workers: searches are CPU work
+        (more threads than cores only queue inside Python), and each worker keeps a read
+        connection with its own page cache, so the count bounds the server's memory too."""
+        import anyio
+
+        if self._limiter is None:
+            from ..models.threads import usable_cpus
+
+            self._limiter = anyio.CapacityLimiter(max(2, 2 * usable_cpus()))
+        return await anyio.to_thread.run_sync(self.call, name, raw, limiter=self._limiter)
 
     def call(self, name: str, raw: Mapping[str, Any]) -> Answer:
         operation = OPERATIONS.get(name)
