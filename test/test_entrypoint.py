@@ -123,7 +123,7 @@ def test_cli_import_pulls_in_no_heavy_modules():
     code = (
         "import sys, tansaku.cli.main\n"
         "heavy = {'rich', 'rjieba', 'jieba', 'tomli_w', 'llama_cpp', 'tree_sitter', 'sqlite_vec',"
-        " 'markdown_it'}\n"
+        " 'markdown_it', 'argcomplete', 'wcmatch'}\n"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
