@@ -86,6 +86,22 @@ def test_a_corrupt_index_fails_and_says_how_to_rebuild(cli, indexed: Path, index
     assert index["fix"] == f"mv {index_path} {index_path}.bak && tansaku update"
 
 
+def test_a_damaged_page_fails_every_check_that_reads_it_with_the_rebuild_fix(
+    cli, indexed: Path, index_path: Path
+):
+    # The header is intact (the index opens) but a page further on is garbage.
+    with index_path.open("r+b") as f:
+        f.seek(4096 * 2)
+        f.write(b"\xde\xad" * 2048)
+    code, checks = doctor(cli)
+    assert code == 4
+    rebuild = f"mv {index_path} {index_path}.bak && tansaku update"
+    for name in ("index.integrity", "index.pending"):
+        item = one(checks, name)
+        assert item["status"] == "fail" and "damaged" in item["detail"], item
+        assert item["fix"] == rebuild  # not `tansaku update`, which cannot repair the file
+
+
 def test_keyword_rows_missing_from_fts_fail(cli, indexed: Path, index_path: Path):
     conn = db.open_write(index_path)
     conn.execute("DELETE FROM documents_fts_docsize WHERE id = (SELECT min(id) FROM documents)")

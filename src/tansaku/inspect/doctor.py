@@ -239,19 +239,35 @@ def index_checks(
         checks.append(check("index", OK, f"{index_path} ({size} bytes, schema {SCHEMA_VERSION})"))
         _run(checks, "index.integrity", rebuild, lambda: _integrity(conn, rebuild))
         if config is not None:
-            _run(checks, "index.pending", "tansaku update", lambda: _pending(conn, config, config_path))
+            _run(
+                checks,
+                "index.pending",
+                "tansaku update",
+                lambda: _pending(conn, config, config_path),
+                damaged=rebuild,
+            )
     finally:
         conn.close()
     checks.append(_wal_check(index_path))
     checks.append(_lock_check(index_path))
 
 
-def _run(checks: list[DoctorCheck], name: str, fix: str, step: Callable[[], list[DoctorCheck]]) -> None:
-    """A check that cannot even run (a damaged page, a locked file) is itself a failure."""
+def _run(
+    checks: list[DoctorCheck],
+    name: str,
+    fix: str,
+    step: Callable[[], list[DoctorCheck]],
+    *,
+    damaged: str | None = None,
+) -> None:
+    """A check that cannot even run (a damaged page, a locked file) is itself a failure. When
+    SQLite finds the file damaged, ``damaged`` is the fix (rebuilding, not the check's usual one)."""
     try:
         checks.extend(step())
-    except (TansakuError, db.DatabaseError) as exc:
-        checks.append(check(name, FAIL, getattr(exc, "message", None) or str(exc), fix))
+    except db.DatabaseError as exc:
+        checks.append(check(name, FAIL, f"cannot check: the index is damaged ({exc})", damaged or fix))
+    except TansakuError as exc:
+        checks.append(check(name, FAIL, exc.message, fix))
 
 
 def _integrity(conn: Any, rebuild: str) -> list[DoctorCheck]:
