@@ -8,6 +8,7 @@ COMP_LINE and the cursor in COMP_POINT; the candidates come back on fd 8, or in 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +143,49 @@ def test_completion_refuses_another_shell():
     )
     assert result.returncode == 2
     assert result.stdout == "" and "invalid choice" in result.stderr
+
+
+def _shell_env(tmp_path: Path) -> dict[str, str]:
+    # The completion code runs `tansaku` by name, as a user's shell would find it on PATH.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "tansaku").symlink_to(WRAPPER)
+    return _env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+_BASH_DRIVER = r"""
+eval "$(tansaku completion bash)"
+function=$(complete -p tansaku | sed -E 's/.* -F ([^ ]+) .*/\1/')
+COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}; read -ra COMP_WORDS <<< "$COMP_LINE"
+[[ "$COMP_LINE" == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMPREPLY=()
+"$function" tansaku "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"
+printf '%s\n' "${COMPREPLY[@]}"
+"""
+
+
+def test_bash_itself_completes_with_the_printed_code(tmp_path: Path, two_collections: Path):
+    env = _shell_env(tmp_path)
+
+    def offered(line: str) -> list[str]:
+        result = subprocess.run(
+            ["bash", "-c", _BASH_DRIVER, "driver", line],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return [word.strip() for word in result.stdout.splitlines() if word.strip()]
+
+    assert offered("tansaku se") == ["search", "session"]
+    assert offered("tansaku vsearch -c ") == ["notes", "work-log"]
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_itself_completes_with_the_printed_code(tmp_path: Path, two_collections: Path):
+    script = 'tansaku completion fish | source; complete -C "tansaku se"; complete -C "tansaku search -c "'
+    result = subprocess.run(
+        ["fish", "--no-config", "-c", script],
+        capture_output=True, text=True, env=_shell_env(tmp_path), timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    words = [line.split("\t")[0] for line in result.stdout.splitlines()]
+    assert words == ["search", "session", "notes", "work-log"]
