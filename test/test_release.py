@@ -339,3 +339,13 @@ def test_credits_accept_several_people_and_pull_requests():
     ]
     assert tool.thanks_line(tool.credits(items)) == "Thanks to @alice (#1, #2), @bob (#1, #2), @dan-x (#9)."
     assert tool.malformed_credits(items) == []
+
+
+def test_the_repository_changelog_is_releasable():
+    # Caught here, not on release day: an Unreleased entry the release would refuse.
+    tool = load_release()
+    lines = (REPO / "CHANGELOG.md").read_text(encoding="utf-8").splitlines()
+    section = tool.unreleased_section(lines)
+    assert section is not None, "CHANGELOG.md has no '## Unreleased' section"
+    items = tool.entries(tool.section_body(lines, section))
+    assert tool.malformed_credits(items) == []
