@@ -404,3 +404,24 @@ def test_query_aggregates_transcripts_to_the_level_asked(cli, model: Path) -> No
     assert len({h["virtual_path"] for h in sessions["results"]}) == len(sessions["results"])
     assert sessions["results"][0]["path"].endswith("3f6c2a90-5b1d-4e7a-9c28-1d4e8b7a6f01.jsonl")
     assert sessions["used"] == "keyword+vector"
+
+
+def test_explain_times_the_searches_of_the_lines_as_retrieval() -> None:
+    import time
+    from dataclasses import replace
+
+    recorder = Recorder()
+    steps = recorder.steps(rerank=False)
+
+    def slow_keyword(text: str) -> SearchResult:
+        if text != "find the thing":  # the expansion's lex line, searched in the retrieval step
+            time.sleep(0.05)
+        return steps.keyword(text)
+
+    def timed_vectors(texts: Sequence[str]) -> VectorBatch:
+        return replace(steps.vectors(texts), embed_seconds=0.01)
+
+    out = run(replace(steps, keyword=slow_keyword, vectors=timed_vectors))
+    seconds = {s.stage: s.seconds for s in out.explain.stages}
+    assert seconds["embedding"] == pytest.approx(0.01)
+    assert seconds["retrieval"] >= 0.04  # it read 0 while the searches took their time
