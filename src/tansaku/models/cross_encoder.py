@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 
+from .lifetime import ClosableModel
 from .llama import (
     _LOG_SINK,
     _OPEN,
@@ -44,7 +45,7 @@ _SOFTMAX_HEADS = frozenset({"qwen3", "qwen3vl"})
 _PLACEHOLDERS = re.compile(r"(\{query\}|\{document\})")
 
 
-class LlamaCrossEncoder:
+class LlamaCrossEncoder(ClosableModel):
     """Relevance in 0..1 of a (query, document) pair from a GGUF cross-encoder (rank pooling).
 
     The pair input is built as llama.cpp's server builds it for ``/rerank``: the file's
@@ -264,30 +265,11 @@ class LlamaCrossEncoder:
 
     # -- lifetime --------------------------------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("the reranker is closed")
+    closed_message = "the reranker is closed"
 
-    def close(self) -> None:
-        if getattr(self, "_closed", True):
-            return
-        self._closed = True
+    def _release(self) -> None:
         self._llama_cpp.llama_batch_free(self._batch)
         self._llm.close()
-
-    def __enter__(self) -> LlamaCrossEncoder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # At interpreter exit llama_cpp (and even contextlib) may already be torn down; the
-        # process frees everything anyway. Open models are closed before that (llama._OPEN).
-        try:  # noqa: SIM105 (contextlib itself may be gone by then)
-            self.close()
-        except Exception:
-            pass
 
 
 def _sigmoid(logit: float) -> float:

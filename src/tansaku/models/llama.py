@@ -23,6 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .lifetime import ClosableModel
 from .threads import AutoThreads, usable_cpus
 
 __all__ = ["MISSING_EXTRA", "LlamaEmbedder", "read_gguf_metadata"]
@@ -126,7 +127,7 @@ def _close_open_models() -> None:
             model.close()
 
 
-class LlamaEmbedder:
+class LlamaEmbedder(ClosableModel):
     """L2-normalised sentence embeddings from a GGUF file (``embedding=True``, pooling per the file).
 
     ``n_threads``: llama.cpp's threads for every decode; None (the default) chooses them before
@@ -342,27 +343,11 @@ class LlamaEmbedder:
 
     # -- lifetime --------------------------------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("the embedder is closed")
+    closed_message = "the embedder is closed"
 
-    def close(self) -> None:
-        if getattr(self, "_closed", True):
-            return
-        self._closed = True
+    def _release(self) -> None:
         self._llama_cpp.llama_batch_free(self._batch)
         self._llm.close()
-
-    def __enter__(self) -> LlamaEmbedder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # At interpreter exit llama_cpp may already be torn down; the process frees everything anyway.
-        with contextlib.suppress(Exception):
-            self.close()
 
 
 # -- GGUF header ---------------------------------------------------------------------------
@@ -551,7 +536,7 @@ def _load_causal(path: str, *, n_ctx: int, threads: _Threads, verbose: bool) -> 
     return llm, time.perf_counter() - started
 
 
-class _CausalModel:
+class _CausalModel(ClosableModel):
     """Shared lifetime and identity of the generator and the scorer."""
 
     _llm: Any
@@ -594,20 +579,6 @@ class _CausalModel:
         # buffer keeps the requested size: the smaller one is the real limit.
         return min(int(self._llm.n_ctx()), len(self._llm.input_ids))
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("the model is closed")
-
-    def close(self) -> None:
-        if getattr(self, "_closed", True):
-            return
-        self._closed = True
-        self._llm.close()
-
-    def __del__(self) -> None:
-        # At interpreter exit llama_cpp may already be torn down; the process frees everything anyway.
-        with contextlib.suppress(Exception):
-            self.close()
 
 
 class LlamaGenerator(_CausalModel):
@@ -774,11 +745,6 @@ class LlamaGenerator(_CausalModel):
             self._grammars[text] = self._llama_cpp.LlamaGrammar.from_string(text, verbose=False)
         return self._grammars[text]
 
-    def __enter__(self) -> LlamaGenerator:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 # Spellings of the answer words that the judgement prompt may be continued with; each one that is
@@ -874,11 +840,6 @@ class LlamaYesNoScorer(_CausalModel):
             raise ValueError("the query is too long for the scorer's window")
         return head_tokens + doc_tokens[:room] + tail_tokens
 
-    def __enter__(self) -> LlamaYesNoScorer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _repeats_a_line(text: str) -> bool:
