@@ -28,6 +28,7 @@ from .llama import (
     cached_gguf_metadata,
     decode_sequences,
     file_sha256,
+    open_llama,
     read_gguf_metadata,
 )
 
@@ -80,32 +81,26 @@ class LlamaCrossEncoder(ClosableModel):
         self._n_ctx = min(trained, RERANK_WINDOW)
         self._threads = _Threads(llama_cpp, n_threads)
         _LOG_SINK.echo = verbose
-        _LOG_SINK.recent.clear()
         started = time.perf_counter()
-        try:
-            self._llm = llama_cpp.Llama(
-                model_path=self._path,
-                embedding=True,
-                # Explicit, although the file says so too: only rank pooling runs the head.
-                pooling_type=_POOLING_RANK,
-                n_ctx=self._n_ctx,
-                # A pair must fit in one micro-batch (non-causal attention sees all of it).
-                n_batch=self._n_ctx,
-                n_ubatch=self._n_ctx,
-                n_threads=self._threads.current,
-                n_threads_batch=self._threads.current,
-                # Off, unlike the embedder: llama.cpp's CPU flash attention rounds K and V to f16
-                # and takes another path for a larger batch, so a pair's score moved by ~5e-4 with
-                # what it was packed with (measured on MiniLM); plain attention keeps it within
-                # ~4e-5 for f32 weights, and cost no measurable speed on BERT-size pairs.
-                flash_attn=False,
-                verbose=verbose,
-            )
-        except (ValueError, RuntimeError) as exc:
-            said = _LOG_SINK.last_error()
-            raise ValueError(
-                f"{self._path} could not be loaded by llama.cpp" + (f": {said}" if said else "")
-            ) from exc
+        self._llm = open_llama(
+            llama_cpp,
+            self._path,
+            embedding=True,
+            # Explicit, although the file says so too: only rank pooling runs the head.
+            pooling_type=_POOLING_RANK,
+            n_ctx=self._n_ctx,
+            # A pair must fit in one micro-batch (non-causal attention sees all of it).
+            n_batch=self._n_ctx,
+            n_ubatch=self._n_ctx,
+            n_threads=self._threads.current,
+            n_threads_batch=self._threads.current,
+            # Off, unlike the embedder: llama.cpp's CPU flash attention rounds K and V to f16
+            # and takes another path for a larger batch, so a pair's score moved by ~5e-4 with
+            # what it was packed with (measured on MiniLM); plain attention keeps it within
+            # ~4e-5 for f32 weights, and cost no measurable speed on BERT-size pairs.
+            flash_attn=False,
+            verbose=verbose,
+        )
         self.load_seconds = time.perf_counter() - started
         self._closed = False
         model = self._llm.model

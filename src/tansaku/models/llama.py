@@ -15,6 +15,7 @@ import hashlib
 import os
 import struct
 import sys
+import threading
 import time
 import weakref
 from collections import deque
@@ -79,6 +80,25 @@ class _LogSink:
 
 
 _LOG_SINK = _LogSink()
+
+
+# Two llama.cpp models loading at once in one process (two threads of a server) end the process
+# without a word (seen with MiniLM and Gemma 3, llama-cpp-python 0.3.36); running one model while
+# another loads is fine. Every load goes through here, one at a time.
+_LOADING = threading.Lock()
+
+
+def open_llama(llama_cpp: Any, path: str, **options: Any) -> Any:
+    """``llama_cpp.Llama`` for ``path``, loaded while no other model loads; a file llama.cpp
+    refuses is a ValueError carrying llama.cpp's own last error line."""
+    with _LOADING:
+        _LOG_SINK.recent.clear()
+        try:
+            return llama_cpp.Llama(model_path=path, **options)
+        except (ValueError, RuntimeError) as exc:
+            said = _LOG_SINK.last_error()
+            why = f": {said}" if said else ""
+            raise ValueError(f"{path} could not be loaded by llama.cpp{why}") from exc
 
 
 class _Threads:
@@ -171,15 +191,8 @@ class LlamaEmbedder(ClosableModel):
         if not isinstance(pooling, int) or pooling == 0:
             # Decoder models carry no pooling: mean pooling gives them a usable sentence vector.
             kwargs["pooling_type"] = _POOLING_MEAN
-        _LOG_SINK.recent.clear()
         started = time.perf_counter()
-        try:
-            self._llm = llama_cpp.Llama(model_path=self._path, **kwargs)
-        except (ValueError, RuntimeError) as exc:
-            said = _LOG_SINK.last_error()
-            raise ValueError(
-                f"{self._path} could not be loaded by llama.cpp" + (f": {said}" if said else "")
-            ) from exc
+        self._llm = open_llama(llama_cpp, self._path, **kwargs)
         self.load_seconds = time.perf_counter() - started
         self._dims = int(self._llm.n_embd())
         self._pooling = _POOLING_NAMES.get(int(self._llm.pooling_type()), "unknown")
@@ -518,21 +531,17 @@ def _load_causal(path: str, *, n_ctx: int, threads: _Threads, verbose: bool) -> 
     if isinstance(trained, int) and trained > 0:
         n_ctx = min(n_ctx, trained)
     _LOG_SINK.echo = verbose
-    _LOG_SINK.recent.clear()
     started = time.perf_counter()
-    try:
-        llm = llama_cpp.Llama(
-            model_path=path,
-            n_ctx=n_ctx,
-            n_threads=threads.current,
-            n_threads_batch=threads.current,
-            # Only the last position's logits are ever read; all-position logits cost memory.
-            logits_all=False,
-            verbose=verbose,
-        )
-    except (ValueError, RuntimeError) as exc:
-        said = _LOG_SINK.last_error()
-        raise ValueError(f"{path} could not be loaded by llama.cpp" + (f": {said}" if said else "")) from exc
+    llm = open_llama(
+        llama_cpp,
+        path,
+        n_ctx=n_ctx,
+        n_threads=threads.current,
+        n_threads_batch=threads.current,
+        # Only the last position's logits are ever read; all-position logits cost memory.
+        logits_all=False,
+        verbose=verbose,
+    )
     return llm, time.perf_counter() - started
 
 
