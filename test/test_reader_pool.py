@@ -74,3 +74,23 @@ def test_a_transaction_left_open_is_closed_so_later_commits_show(indexed: Path, 
 def test_a_missing_index_is_the_usual_error(index_path: Path) -> None:
     with pytest.raises(IndexMissing), db.ReaderPool(index_path).reading():
         pass
+
+
+def test_a_block_inside_a_block_shares_the_connection_and_its_transaction(
+    indexed: Path, index_path: Path, tmp_path: Path
+) -> None:
+    pool = db.ReaderPool(index_path)
+    with pool.reading() as outer:
+        outer.execute("BEGIN")
+        outer.execute("SELECT count(*) FROM documents").fetchone()
+        # Even a rebuilt file does not swap the connection under the outer block.
+        copy = tmp_path / "rebuilt.sqlite"
+        with db.reading(index_path) as source, db.sqlite3.connect(str(copy)) as target:
+            source.backup(target)
+        os.replace(copy, index_path)
+        with pool.reading() as inner:
+            assert inner is outer
+        assert outer.in_transaction  # the inner block did not end the outer one's snapshot
+    assert not outer.in_transaction
+    with pool.reading() as after:
+        assert after is not outer  # the outermost block now sees the new file

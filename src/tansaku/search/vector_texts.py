@@ -64,7 +64,8 @@ def search_texts(
     ref = embed_model(config_path)
     prompt = prompt_format(ref.local_path, config_path)
     vec.load_extension(conn)
-    conn.execute("BEGIN")
+    if not conn.in_transaction:  # one snapshot for the counts and the search; a caller's if it has one
+        conn.execute("BEGIN")
     identity = model_identity(conn, str(ref.local_path), prompt)
     pairs = [(c, params_for(c).fingerprint()) for c in chosen]
     counts = [

@@ -289,7 +289,9 @@ class ReaderPool:
 
     A kept connection still sees every commit (each statement outside a transaction reads the
     newest snapshot), but not a rebuilt index, which is a new file: the file's identity is
-    checked at every block and a changed file is opened afresh (schema check included).
+    checked at every outermost block and a changed file is opened afresh (schema check
+    included). A block inside another on the same thread shares the outer one's connection, and
+    only the outermost ends a transaction left open.
     """
 
     def __init__(self, path: Path) -> None:
@@ -304,8 +306,10 @@ class ReaderPool:
         return st.st_dev, st.st_ino
 
     def _connection(self) -> Connection:
-        file = self._file()
         held: tuple[tuple[int, int], Connection] | None = getattr(self._local, "held", None)
+        if held is not None and getattr(self._local, "depth", 0):
+            return held[1]  # a block inside a block: the outer one's connection, as it is
+        file = self._file()
         if held is not None and file is not None and held[0] == file:
             return held[1]
         self._drop()
@@ -323,13 +327,18 @@ class ReaderPool:
     @contextlib.contextmanager
     def reading(self) -> Iterator[Connection]:
         conn = self._connection()
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
         try:
             yield conn
         except DatabaseError as exc:
-            self._drop()  # a connection that failed is not trusted again
+            if not depth:
+                self._drop()  # a connection that failed is not trusted again
             raise translate(exc, self.path) from exc
         finally:
-            if getattr(self._local, "held", None) is None:
-                conn.close()
-            elif conn.in_transaction:
+            self._local.depth = depth
+            held = getattr(self._local, "held", None)
+            if held is None or held[1] is not conn:
+                conn.close()  # not kept (no file identity to key it by): this block's own
+            elif not depth and conn.in_transaction:
                 conn.rollback()  # a snapshot left open would hide every later commit
