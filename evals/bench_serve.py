@@ -19,7 +19,8 @@
    without one). Every request has a timeout, and each phase stops at ``--phase-timeout``.
 4. Per mode: errors (a non-200 answer, a timeout, or a result without ``results``), p50 and p95
    latency, requests per second over the phase's wall time, and the server's VmRSS before and
-   after each phase (``/proc/PID/status``).
+   after each phase (``/proc/PID/status``). The keyword phase runs once more at the end: after
+   the first phases have warmed the caches, its memory should not grow.
 
 Targets (issue 11): keyword p50 <= 15 ms, vsearch p50 <= 60 ms, no error, RSS stable.
 """
@@ -285,6 +286,9 @@ def main() -> int:
             ("keyword", "/search", [{"query": q, "n": 10} for q in words], args.keyword),
             ("vsearch", "/vsearch", [{"query": q, "n": 10, "min_score": 0} for q in words], args.vsearch),
             ("query", "/query", [{"query": q, "n": 10, "no_rerank": True} for q in words], args.query),
+            # The first phases warm the server's caches; the same keyword load again shows
+            # whether memory then stays flat.
+            ("keyword again", "/search", [{"query": q, "n": 10} for q in words], args.keyword),
         ]
         warm = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
         started = time.perf_counter()
