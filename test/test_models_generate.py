@@ -455,3 +455,48 @@ def test_a_stable_prefix_is_restored_and_gives_the_same_output(generator: Any) -
     with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as fresh:
         assert expand(fresh, "rotate log files") == other
         assert fresh.reused_prefix_tokens == 0
+
+
+def _expand_with(model: Any, query: str) -> str:
+    return str(
+        model.generate(
+            gen_mod.build_prompt(query),
+            max_tokens=24,
+            grammar=gen_mod.EXPANSION_GRAMMAR,
+            stable_prefix=len(gen_mod._STABLE_PREFIX),
+        )
+    )
+
+
+@requires_gemma
+def test_a_stored_prefix_state_serves_a_new_process_with_the_same_output() -> None:
+    from tansaku.models.llama import LlamaGenerator
+
+    with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as first:
+        made = _expand_with(first, "rotate log files")
+        assert first.made_prefix_state
+        state = first.prefix_state
+    assert state is not None
+    with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as second:
+        second.adopt_prefix_state(*state)
+        assert _expand_with(second, "rotate log files") == made
+        assert second.reused_prefix_tokens == len(state[0]) and not second.made_prefix_state
+    # A state this build cannot take (cut short, zeroed) is evaluated afresh: same output.
+    for broken in (state[1][: len(state[1]) // 2], bytes(len(state[1]))):
+        with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as third:
+            third.adopt_prefix_state(state[0], broken)
+            assert _expand_with(third, "rotate log files") == made
+            assert third.reused_prefix_tokens == 0 and third.made_prefix_state
+
+
+@requires_gemma
+def test_expansion_stores_the_prefix_state_for_the_next_process(cache: LlmCache) -> None:
+    from tansaku.models.llama import LlamaGenerator
+
+    with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as first:
+        gen_mod.expand_query("rotate log files", first, cache)
+        key = gen_mod._state_key(first)
+    assert key is not None and len(cache.get_many(gen_mod.STATE_KIND, [key])) == 1
+    with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as later:
+        gen_mod.expand_query("merge two folders", later, cache)  # not cached: it generates
+        assert later.reused_prefix_tokens > 100

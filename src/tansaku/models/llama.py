@@ -604,6 +604,7 @@ class LlamaGenerator(_CausalModel):
         self.last_tokens = 0  # tokens produced by the latest generate(), for throughput figures
         self.timed_out = False  # whether the latest generate() stopped at its timeout
         self.reused_prefix_tokens = 0  # prompt tokens the latest generate() restored, not evaluated
+        self.made_prefix_state = False  # whether the latest generate() computed a new prefix state
         self._grammars: dict[str, Any] = {}
         self._prefix_state: tuple[list[int], bytes] | None = None
 
@@ -711,25 +712,49 @@ class LlamaGenerator(_CausalModel):
         when it is the prefix of the previous call (the saved bytes are an exact copy, so the
         logits are the same as evaluating it again). The state is saved, not left in the context,
         because a scorer sharing this context clears it between calls."""
-        lc, llm = self._llama_cpp, self._llm
+        llm = self._llm
         self.reused_prefix_tokens = 0
+        self.made_prefix_state = False
         saved = self._prefix_state
-        if head and saved is not None and saved[0] == head:
-            state = (ctypes.c_uint8 * len(saved[1])).from_buffer_copy(saved[1])
-            if lc.llama_state_seq_set_data(llm.ctx, state, len(saved[1]), 0) == len(saved[1]):
-                llm.n_tokens = len(head)
-                llm.input_ids[: len(head)] = head
-                self.reused_prefix_tokens = len(head)
-            else:  # not restorable: evaluate it as on a first call
-                llm.reset()
-                llm.eval(head)
-        elif head:
+        if head and saved is not None and saved[0] == head and self._restore(saved[1]):
+            llm.n_tokens = len(head)
+            llm.input_ids[: len(head)] = head
+            self.reused_prefix_tokens = len(head)
+        elif head:  # a first call, another prefix, or a state this build cannot take
+            llm.reset()
             llm.eval(head)
-            size = int(lc.llama_state_seq_get_size(llm.ctx, 0))
-            buffer = (ctypes.c_uint8 * size)()
-            written = int(lc.llama_state_seq_get_data(llm.ctx, buffer, size, 0))
-            self._prefix_state = (head, bytes(buffer)[:written]) if 0 < written <= size else None
+            self._prefix_state = self._saved(head)
+            self.made_prefix_state = self._prefix_state is not None
         llm.eval(rest)
+
+    def _restore(self, data: bytes) -> bool:
+        state = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        return int(self._llama_cpp.llama_state_seq_set_data(self._llm.ctx, state, len(data), 0)) == len(data)
+
+    def _saved(self, head: list[int]) -> tuple[list[int], bytes] | None:
+        lc, ctx = self._llama_cpp, self._llm.ctx
+        size = int(lc.llama_state_seq_get_size(ctx, 0))
+        buffer = (ctypes.c_uint8 * size)()
+        written = int(lc.llama_state_seq_get_data(ctx, buffer, size, 0))
+        return (head, bytes(buffer)[:written]) if 0 < written <= size else None
+
+    @property
+    def prefix_state(self) -> tuple[list[int], bytes] | None:
+        """The kept prefix's tokens and KV state, to store for the next process."""
+        return self._prefix_state
+
+    @property
+    def state_format(self) -> str:
+        """What a stored prefix state is valid for besides the model file: the llama.cpp build
+        and the window (a state is the context's own memory layout)."""
+        self._check_open()
+        return f"llama-cpp-python {getattr(self._llama_cpp, '__version__', '?')}, n_ctx {self._llm.n_ctx()}"
+
+    def adopt_prefix_state(self, tokens: Sequence[int], data: bytes) -> None:
+        """Take a stored prefix state (from an earlier process) unless one is kept already; a
+        state this build cannot restore is evaluated afresh and replaced on first use."""
+        if self._prefix_state is None:
+            self._prefix_state = (list(tokens), bytes(data))
 
     def _allowed_best(self, sampler: Any, logits: Any, count: int) -> int | None:
         """The highest-logit token among the ``count`` best that the grammar allows, or None."""
