@@ -6,7 +6,9 @@ Runs 20 queries of ``evals/sets/python-docs-v1.jsonl`` (spread over its kinds) a
 python-docs collection of the eval index (``evals/run_evals.py`` builds it; it must be embedded),
 on a private copy of the index so that the caches start empty and the eval index is untouched:
 
-1. whole-process, nothing cached: ``tansaku query Q -c python-docs --json --explain`` per query;
+1. whole-process, nothing cached: ``tansaku query Q -c python-docs --json --explain`` per query
+   (no expansion, rerank score or stored prompt state to start with; the first query stores the
+   few-shot prompt's state, which the next processes then restore);
 2. whole-process again: the expansions and rerank scores now come from the index's cache;
 3. warm in-process, nothing cached (cache emptied): one ``Tansaku`` answering every query, as a
    server would, after one warm-up query that is not counted;
@@ -66,7 +68,8 @@ def percentile(values: list[float], share: float) -> float:
 
 def clear_cache(index: Path) -> None:
     with sqlite3.connect(index) as conn:
-        conn.execute("DELETE FROM llm_cache WHERE kind IN ('expand', 'rerank')")
+        # The stored prompt state too: the first expansion of a run makes it, the others reuse it.
+        conn.execute("DELETE FROM llm_cache WHERE kind IN ('expand', 'rerank', 'prefix-state')")
 
 
 def stage_times(explain: dict[str, Any]) -> dict[str, dict[str, float]]:
