@@ -58,7 +58,7 @@ def test_bench_reports_metrics_per_mode_and_kind(cli, tmp_path: Path):
 def test_unavailable_modes_are_reported_not_scored(cli):
     data = cli("bench", SET, "--json").json()
     # vsearch needs a model; query runs on keyword results alone, and each query says so.
-    assert data["modes"] == ["search", "query-fused", "query"]
+    assert data["modes"] == ["search", "query-fused", "query-expanded", "query"]
     assert [w["code"] for w in data["warnings"]].count("MODE_UNAVAILABLE") == 1
     query_warnings = {code for q in data["queries"] if q["mode"] == "query" for code in q["warnings"]}
     assert "MODEL_MISSING" in query_warnings

@@ -267,7 +267,7 @@ def test_models_import_converts_a_folder_and_embed_uses_it(cli, tmp_path: Path, 
 def test_bench_measures_vsearch_and_records_the_model(cli, model):
     embed(cli)
     data = cli("bench", REPO / "fixtures" / "evals" / "sample-v1.jsonl", "--json").json()
-    assert data["modes"] == ["search", "vsearch", "query-fused", "query"]
+    assert data["modes"] == ["search", "vsearch", "query-fused", "query-expanded", "query"]
     overall = next(s for s in data["summaries"] if s["mode"] == "vsearch" and s["kind"] == "all")
     assert overall["queries"] == 8 and overall["hit_at_10"] > 0
     fused = next(s for s in data["summaries"] if s["mode"] == "query" and s["kind"] == "all")

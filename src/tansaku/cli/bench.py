@@ -36,9 +36,10 @@ def register(commands: Any) -> None:
     )
     bench.add_argument(
         "--mode",
-        choices=("search", "vsearch", "query-fused", "query", "all"),
+        choices=("search", "vsearch", "query-fused", "query-expanded", "query", "all"),
         default="all",
-        help="ranking mode(s) to measure (query-fused: query --no-expand --no-rerank)",
+        help="ranking mode(s) to measure (query-fused: query --no-expand --no-rerank;"
+        " query-expanded: query --no-rerank)",
     )
     bench.add_argument(
         "--record", metavar="FILE", help="also write the full JSON report (with per-query ranks)"

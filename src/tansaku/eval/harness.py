@@ -25,8 +25,9 @@ from . import metrics
 
 K = 10
 # "query-fused" is `query --no-expand --no-rerank`: fusion alone, without the generate and rerank
-# models, so their worth is the difference to "query".
-MODES = ("search", "vsearch", "query-fused", "query")
+# models; "query-expanded" is `query --no-rerank`. So the worth of expansion is the difference
+# between those two, and the worth of reranking the difference between "query-expanded" and "query".
+MODES = ("search", "vsearch", "query-fused", "query-expanded", "query")
 KINDS = ("known-item", "identifier", "flag", "paraphrase", "howto", "hard", "error", "cjk")
 
 
@@ -117,7 +118,16 @@ def mode_runners(api: Any, level: str | None = None) -> dict[str, ModeRunner | N
         result = api.query(query, collections=names(collection), limit=k, expand=False, rerank=False)
         return ranked(result, collection)
 
-    return {"search": keyword, "vsearch": vector, "query-fused": fused, "query": hybrid}
+    def expanded(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
+        return ranked(api.query(query, collections=names(collection), limit=k, rerank=False), collection)
+
+    return {
+        "search": keyword,
+        "vsearch": vector,
+        "query-fused": fused,
+        "query-expanded": expanded,
+        "query": hybrid,
+    }
 
 
 def run_bench(
