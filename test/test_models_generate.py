@@ -431,32 +431,6 @@ def test_a_line_made_only_of_the_querys_own_words_is_dropped() -> None:
 QUERY_READ = "how do I read a file line by line"
 
 
-@requires_gemma
-def test_a_stable_prefix_is_restored_and_gives_the_same_output(generator: Any) -> None:
-    def expand(model: Any, query: str) -> str:
-        return str(
-            model.generate(
-                gen_mod.build_prompt(query),
-                max_tokens=24,
-                grammar=gen_mod.EXPANSION_GRAMMAR,
-                stable_prefix=len(gen_mod._STABLE_PREFIX),
-            )
-        )
-
-    first = expand(generator, "copy a folder recursively")
-    generator.generate("Unrelated text, as a scorer sharing the context would leave", max_tokens=4)
-    again = expand(generator, "copy a folder recursively")
-    assert generator.reused_prefix_tokens > 100  # the few-shot part was restored, not evaluated
-    assert again == first
-    other = expand(generator, "rotate log files")
-    assert generator.reused_prefix_tokens > 100
-    from tansaku.models.llama import LlamaGenerator
-
-    with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as fresh:
-        assert expand(fresh, "rotate log files") == other
-        assert fresh.reused_prefix_tokens == 0
-
-
 def _expand_with(model: Any, query: str) -> str:
     return str(
         model.generate(
@@ -466,6 +440,22 @@ def _expand_with(model: Any, query: str) -> str:
             stable_prefix=len(gen_mod._STABLE_PREFIX),
         )
     )
+
+
+@requires_gemma
+def test_a_stable_prefix_is_restored_and_gives_the_same_output(generator: Any) -> None:
+    first = _expand_with(generator, "copy a folder recursively")
+    generator.generate("Unrelated text, as a scorer sharing the context would leave", max_tokens=4)
+    again = _expand_with(generator, "copy a folder recursively")
+    assert generator.reused_prefix_tokens > 100  # the few-shot part was restored, not evaluated
+    assert again == first
+    other = _expand_with(generator, "rotate log files")
+    assert generator.reused_prefix_tokens > 100
+    from tansaku.models.llama import LlamaGenerator
+
+    with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as fresh:
+        assert _expand_with(fresh, "rotate log files") == other
+        assert fresh.reused_prefix_tokens == 0
 
 
 @requires_gemma

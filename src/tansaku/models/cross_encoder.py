@@ -29,7 +29,6 @@ from .llama import (
     decode_sequences,
     file_sha256,
     open_llama,
-    read_gguf_metadata,
 )
 
 __all__ = ["RERANK_WINDOW", "LlamaCrossEncoder", "Reranker", "open_reranker"]
@@ -66,7 +65,7 @@ class LlamaCrossEncoder(ClosableModel):
         llama_cpp = _import_llama_cpp()
         self._llama_cpp = llama_cpp
         self._path = str(path)
-        meta = read_gguf_metadata(Path(self._path))
+        meta = cached_gguf_metadata(self._path)
         self._family = str(meta.get("general.architecture", ""))
         if not self._family:
             raise ValueError(f"{self._path}: GGUF file has no general.architecture")
@@ -293,7 +292,7 @@ def open_reranker(path: str | Path, *, n_threads: int | None = None) -> Reranker
     ValueError: it has no way to judge a pair.
     """
     path = Path(path)
-    meta = read_gguf_metadata(path)
+    meta = cached_gguf_metadata(path)
     family = str(meta.get("general.architecture", ""))
     if not family:
         raise ValueError(f"{path}: GGUF file has no general.architecture")

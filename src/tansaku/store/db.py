@@ -244,6 +244,16 @@ def has_table(conn: Connection, name: str) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
 
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the index file, None when it is gone: a rebuilt index (built aside,
+    then swapped in) is a new file under the same name."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class ChangeWatch:
     """Tells a long-lived reader whether the index changed since it last looked.
 
@@ -258,12 +268,10 @@ class ChangeWatch:
         self._file: tuple[int, int] | None = None
 
     def token(self) -> tuple[int, int, int] | None:
-        try:
-            st = os.stat(self.path)
-        except OSError:
+        file = file_identity(self.path)
+        if file is None:
             self.close()
             return None
-        file = (st.st_dev, st.st_ino)
         if file != self._file or self._conn is None:
             self.close()
             uri = f"file:{self.path.as_posix()}?mode=ro"
@@ -298,18 +306,11 @@ class ReaderPool:
         self.path = path
         self._local = threading.local()
 
-    def _file(self) -> tuple[int, int] | None:
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return None
-        return st.st_dev, st.st_ino
-
     def _connection(self) -> Connection:
         held: tuple[tuple[int, int], Connection] | None = getattr(self._local, "held", None)
         if held is not None and getattr(self._local, "depth", 0):
             return held[1]  # a block inside a block: the outer one's connection, as it is
-        file = self._file()
+        file = file_identity(self.path)
         if held is not None and file is not None and held[0] == file:
             return held[1]
         self._drop()
