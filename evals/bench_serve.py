@@ -19,7 +19,9 @@
    without one). Every request has a timeout, and each phase stops at ``--phase-timeout``.
 4. Per mode: errors (a non-200 answer, a timeout, or a result without ``results``), p50 and p95
    latency, requests per second over the phase's wall time, and the server's VmRSS before and
-   after each phase (``/proc/PID/status``). The keyword phase runs once more at the end: after
+   after each phase (``/proc/PID/status``), and the CPU time per request of the server and of the
+   clients' process: with every client waiting for its answer, p50 latency cannot fall much below
+   clients x (server + client CPU per request) / cores. The keyword phase runs once more at the end: after
    the first phases have warmed the caches, its memory should not grow.
 
 Targets (issue 11): keyword p50 <= 15 ms, vsearch p50 <= 60 ms, no error, RSS stable.
@@ -157,6 +159,15 @@ def rss_kib(pid: int) -> int | None:
     except OSError:
         return None
     return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time a process has used (``/proc/PID/stat`` fields 14 and 15)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def post(conn: http.client.HTTPConnection, path: str, body: dict[str, Any]) -> tuple[int, Any]:
@@ -303,8 +314,16 @@ def main() -> int:
         results["rss_kib_start"] = rss_kib(server.pid)
         for name, path, bodies, per_client in modes:
             before = rss_kib(server.pid)
+            server_cpu, client_cpu = cpu_seconds(server.pid), time.process_time()
             figures = phase(port, path, bodies, args.clients, per_client, args.phase_timeout)
             figures["rss_kib_before"], figures["rss_kib_after"] = before, rss_kib(server.pid)
+            served = max(1, figures["requests"])
+            server_after = cpu_seconds(server.pid)
+            if server_cpu is not None and server_after is not None:
+                figures["server_cpu_ms_per_request"] = round((server_after - server_cpu) * 1000 / served, 2)
+            figures["client_cpu_ms_per_request"] = round(
+                (time.process_time() - client_cpu) * 1000 / served, 2
+            )
             results["modes"][name] = figures
             log(f"{name}: {figures}")
         results["rss_kib_end"] = rss_kib(server.pid)

@@ -591,7 +591,6 @@ class _CausalModel(ClosableModel):
         return min(int(self._llm.n_ctx()), len(self._llm.input_ids))
 
 
-
 class LlamaGenerator(_CausalModel):
     """Plain-text completion from a GGUF decoder model (no chat template: the caller owns the prompt).
 
@@ -782,7 +781,6 @@ class LlamaGenerator(_CausalModel):
         return self._grammars[text]
 
 
-
 # Spellings of the answer words that the judgement prompt may be continued with; each one that is
 # a single token counts towards its answer.
 _YES_SPELLINGS = (" yes", " Yes", "yes", "Yes", " YES")
@@ -875,7 +873,6 @@ class LlamaYesNoScorer(_CausalModel):
         if room < 1:
             raise ValueError("the query is too long for the scorer's window")
         return head_tokens + doc_tokens[:room] + tail_tokens
-
 
 
 def _repeats_a_line(text: str) -> bool:
