@@ -99,7 +99,7 @@ def test_without_vectors_the_keyword_order_stands_and_says_so() -> None:
 
 def test_an_unreadable_query_drops_the_vector_list() -> None:
     out = hybrid_query(
-        "压缩", result("search", "a.md"), result("vsearch", "z.md"), unknown_share=1.0, explain=True
+        "压缩", result("search", "a.md"), result("vsearch", "z.md"), unreadable_share=1.0, explain=True
     )
     assert [h.path for h in out.hits] == ["a.md"]
     assert out.used == "keyword"
@@ -175,6 +175,19 @@ def test_a_chinese_query_the_english_embedder_cannot_read_stays_keyword(cli, mod
 
 
 @pytest.mark.usefixtures("indexed")
+def test_chinese_mixed_with_english_names_stays_keyword_for_an_english_embedder(cli, model: Path) -> None:
+    # MiniLM's vocabulary has some of these characters: half of the tokens are unknown, which
+    # alone would keep the vector list (at weight 1); its declared language, English, makes
+    # 62% of them unreadable.
+    assert cli("embed").exit_code == 0
+    data = cli("query", "zstd 大多数 情况", "--json", "--explain", "--no-rerank").json()
+    vector = data["explain"]["lists"][1]
+    assert vector["weight"] == 0.0 and "languages leave out" in vector["reason"], vector
+    assert data["used"] == "keyword"
+    assert data["results"][0]["path"] == "zh/压缩.md"
+
+
+@pytest.mark.usefixtures("indexed")
 def test_exclusions_hold_for_results_found_by_vectors(cli, model: Path) -> None:
     assert cli("embed").exit_code == 0
     with_laptops = [h["path"] for h in cli("query", "laptop backups", "--json", "--all").json()["results"]]
@@ -204,6 +217,41 @@ def test_the_keyword_list_weighs_less_when_its_best_match_lacks_terms() -> None:
     assert out.explain is not None and out.explain.lists[0].weight == pytest.approx(0.5)
     # vector's first place now outweighs keyword's
     assert [h.path for h in out.hits][:2] == ["c.md", "a.md"]
+
+
+def test_an_added_line_never_outweighs_its_share_of_the_querys_own_list() -> None:
+    from dataclasses import replace
+
+    from tansaku.hybrid.pipeline import Retrieval, fuse_retrievals
+
+    keyword = result("search", "a.md", "b.md")
+    # The query's best match has 2 of its 3 terms: 2 x (2/3)^2 = 0.89. The expansion's best
+    # match has all of its own terms (2.0 before its x0.5), but may count for at most half of
+    # the query's list: 0.44, not 1.0.
+    partial = replace(keyword, hits=tuple(replace(h, matched_terms=2, total_terms=3) for h in keyword.hits))
+    added = result("search", "c.md", "a.md")
+    out = fuse_retrievals(
+        "q",
+        [Retrieval("keyword", "keyword", partial), Retrieval("lex 1", "keyword", added, 1.0)],
+        explain=True,
+        limit=10,
+    )
+    assert out.explain is not None
+    weights = {w.name: w for w in out.explain.lists}
+    assert weights["keyword"].weight == pytest.approx(2 * (2 / 3) ** 2)
+    assert weights["lex 1"].weight == pytest.approx((2 * (2 / 3) ** 2) / 2)
+    assert "capped" in weights["lex 1"].reason and "capped" not in weights["keyword"].reason
+    # Uncapped, c (the expansion's first) would come before b (the query's second).
+    assert [h.path for h in out.hits] == ["a.md", "b.md", "c.md"]
+    # An expansion weaker than the cap keeps its own weight.
+    weak = replace(added, hits=tuple(replace(h, matched_terms=1, total_terms=2) for h in added.hits))
+    out = fuse_retrievals(
+        "q",
+        [Retrieval("keyword", "keyword", keyword), Retrieval("lex 1", "keyword", weak, 1.0)],
+        explain=True,
+    )
+    assert out.explain is not None
+    assert [w.weight for w in out.explain.lists] == [2.0, pytest.approx(0.25)]
 
 
 def test_a_name_lookup_halves_the_vector_list() -> None:

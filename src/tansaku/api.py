@@ -412,7 +412,7 @@ class Tansaku:
 
             raise EmptyQuery("the query is empty")
         found = self.vector_search_texts([query], collections, limit, min_score, full, snippets, verbose)
-        return found.results[0], found.unknown_shares[0]
+        return found.results[0], found.unreadable_shares[0]
 
     def vector_search_texts(
         self,

@@ -32,7 +32,7 @@ class Retrieval:
     kind: str  # "keyword" or "vector"
     result: SearchResult
     base_weight: float = ORIGINAL_WEIGHT
-    unknown_share: float = 0.0  # vector lists: the share of the text the embedder cannot read
+    unreadable_share: float = 0.0  # vector lists: the share of the text the embedder cannot read
 
 
 def hybrid_query(
@@ -40,13 +40,13 @@ def hybrid_query(
     keyword: SearchResult,
     vector: SearchResult | None,
     *,
-    unknown_share: float = 0.0,
+    unreadable_share: float = 0.0,
     **options: Any,
 ) -> SearchResult:
     """Fuse ``keyword`` and ``vector`` (None: vectors unavailable, said in ``warnings``)."""
     retrievals = [Retrieval("keyword", "keyword", keyword)]
     if vector is not None:
-        retrievals.append(Retrieval("vector", "vector", vector, unknown_share=unknown_share))
+        retrievals.append(Retrieval("vector", "vector", vector, unreadable_share=unreadable_share))
     return fuse_retrievals(query, retrievals, **options)
 
 
@@ -75,6 +75,7 @@ def fuse_retrievals(
     keyword_sure = query_keyword is not None and (
         keyword_confidence([hit.score for hit in query_keyword.result.hits]) >= SURE_KEYWORD_GAP
     )
+    original_weights: dict[str, float] = {}
     for retrieval in retrievals:
         result = retrieval.result
         by_list[retrieval.name] = {hit.virtual_path: hit for hit in result.hits}
@@ -85,7 +86,7 @@ def fuse_retrievals(
             weight, reason = keyword_weight(coverage)
         else:
             weight, reason = vector_weight(
-                retrieval.unknown_share,
+                retrieval.unreadable_share,
                 name_lookup=name_lookup,
                 keyword_sure=keyword_sure,
                 peak=vector_peak([hit.score for hit in result.hits]),
@@ -93,6 +94,15 @@ def fuse_retrievals(
         if scale != 1.0:
             added = f"an added line (an expansion, or a further typed line: x{scale:g})"
             reason = reason.replace("original query", added, 1)
+            # An added line never counts for more than its share of the query's own list of its
+            # kind: a line that matches all of its own words ("apt 卸载 命令" for "apt 下载 限速")
+            # would otherwise outweigh a query whose best match lacks one of them.
+            ceiling = original_weights.get(retrieval.kind)
+            if ceiling is not None and weight > ceiling:
+                weight = ceiling
+                reason += f"; capped at the query's own {retrieval.kind} list"
+        else:
+            original_weights.setdefault(retrieval.kind, weight)
         lists.append(_ranked(retrieval.name, result, weight * scale, reason))
     fused = fuse(lists, limit=None)
     counted = [ranked.name for ranked in lists if ranked.weight > 0 and ranked.keys]

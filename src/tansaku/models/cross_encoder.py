@@ -162,15 +162,19 @@ class LlamaCrossEncoder(ClosableModel):
         self._check_open()
         return len(self._tokenize(text))
 
-    def unknown_share(self, text: str) -> float:
-        """The share of ``text``'s tokens the vocabulary does not have: an English cross-encoder
-        reads a Chinese query as unknown tokens, and its scores for it are noise."""
+    def unreadable_share(self, text: str) -> float:
+        """The share of ``text``'s tokens the model cannot read (models/languages.py): an English
+        cross-encoder reads a Chinese query as unknown or foreign tokens, and its scores for it
+        are noise."""
+        from .languages import unreadable_share
+
         self._check_open()
-        tokens = self._tokenize(text)
-        unknown = self._llm.metadata.get("tokenizer.ggml.unknown_token_id")
-        if not tokens or unknown is None:
-            return 0.0
-        return sum(1 for token in tokens if token == int(unknown)) / len(tokens)
+        return unreadable_share(
+            self._tokenize(text),
+            self._llm.metadata.get("tokenizer.ggml.unknown_token_id"),
+            cached_gguf_metadata(self._path).get("general.languages"),
+            lambda token: bytes(self._llm.detokenize([token])).decode("utf-8", "ignore"),
+        )
 
     def pair_tokens(self, query: str, document: str) -> list[int]:
         """The tokens scored for the pair: the document cut to fit the window, never the query.

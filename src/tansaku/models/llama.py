@@ -279,14 +279,20 @@ class LlamaEmbedder(ClosableModel):
     def count_tokens(self, text: str) -> int:
         return len(self.tokenize(text))
 
-    def unknown_share(self, text: str) -> float:
-        """The share of ``text``'s tokens the vocabulary does not have (0 when it has no unknown
-        token, as byte-fallback tokenizers): how much of a query the model cannot read at all."""
-        tokens = self.tokenize(text)
-        unknown = self._llm.metadata.get("tokenizer.ggml.unknown_token_id")
-        if not tokens or unknown is None:
-            return 0.0
-        return sum(1 for token in tokens if token == int(unknown)) / len(tokens)
+    def unreadable_share(self, text: str) -> float:
+        """The share of ``text``'s tokens the model cannot read (models/languages.py): unknown to
+        its vocabulary, or in a CJK script its declared languages leave out."""
+        from .languages import unreadable_share
+
+        return unreadable_share(
+            self.tokenize(text),
+            self._llm.metadata.get("tokenizer.ggml.unknown_token_id"),
+            cached_gguf_metadata(self._path).get("general.languages"),
+            self._piece,
+        )
+
+    def _piece(self, token: int) -> str:
+        return bytes(self._llm.detokenize([token])).decode("utf-8", "ignore")
 
     # -- embeddings ------------------------------------------------------------------------
 
@@ -416,7 +422,8 @@ def _metadata_of_version(path: str, size: int, mtime_ns: int) -> dict[str, objec
 
 
 def read_gguf_metadata(path: Path) -> dict[str, object]:
-    """The scalar and string key-values of a GGUF file's header (arrays are skipped).
+    """The scalar and string key-values of a GGUF file's header, and its short string arrays
+    (lists of at most 64 strings, such as ``general.languages``; other arrays are skipped).
 
     Read in plain Python so that the window, pooling and family are known before llama.cpp
     loads the weights, and so that a wrong file gets a clear error rather than a llama.cpp crash.
@@ -438,7 +445,9 @@ def read_gguf_metadata(path: Path) -> dict[str, object]:
                 key = _read_string(f, size)
                 (kind,) = struct.unpack("<I", _read(f, 4))
                 if kind == _GGUF_ARRAY:
-                    _skip_array(f, size)
+                    short = _short_string_array(f, size)
+                    if short is not None:
+                        meta[key] = short
                 else:
                     meta[key] = _read_value(f, kind, size)
         except (ValueError, struct.error, UnicodeDecodeError) as exc:
@@ -492,8 +501,21 @@ def _skip_strings(f: BinaryIO, count: int, size: int) -> None:
     f.seek(start + offset)
 
 
-def _skip_array(f: BinaryIO, size: int) -> None:
+# Arrays of at most this many strings are kept (``general.languages``, ``general.tags``);
+# longer ones and arrays of numbers are vocabularies and tables, stepped over.
+_SHORT_ARRAY = 64
+
+
+def _short_string_array(f: BinaryIO, size: int) -> list[str] | None:
+    """A short array of strings as a list; any other array is skipped (None)."""
     kind, count = struct.unpack("<IQ", _read(f, 12))
+    if kind == _GGUF_STRING and count <= _SHORT_ARRAY:
+        return [_read_string(f, size) for _ in range(count)]
+    _skip_array_items(f, kind, count, size)
+    return None
+
+
+def _skip_array_items(f: BinaryIO, kind: int, count: int, size: int) -> None:
     if kind == _GGUF_STRING:
         _skip_strings(f, count, size)
     elif kind in _GGUF_SCALARS:

@@ -36,7 +36,7 @@ class VectorRequest:
 @dataclass(frozen=True)
 class VectorResults:
     results: list[SearchResult]  # per text, in order
-    unknown_shares: list[float]  # per text: the share of its tokens the embedder does not know
+    unreadable_shares: list[float]  # per text: the share of its tokens the embedder cannot read
     embed_seconds: float
 
 
@@ -110,7 +110,7 @@ def search_texts(
             results.append(
                 vector_levels(conn, query, pairs, request.levels, config.contexts, notices, started, cache)
             )
-    return VectorResults(results, [embedder.unknown_share(text) for text in texts], embed_seconds)
+    return VectorResults(results, [embedder.unreadable_share(text) for text in texts], embed_seconds)
 
 
 def vector_warnings(chosen: Sequence[Collection], counts: Sequence[tuple[int, int, int]]) -> list[Notice]:
