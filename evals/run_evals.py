@@ -156,6 +156,21 @@ def markdown(reports: list[dict], command: str) -> str:
     return "\n".join(lines)
 
 
+def forget_rerank_scores(index: Path) -> None:
+    """Empty the index's cached rerank scores. Within its budget the reranker scores the
+    candidates it has no score for, so a run after earlier runs reranks more of each list and
+    its `query` rows would depend on how often the sets were run before. (Expansions are kept:
+    greedy decoding makes the same lines either way.)"""
+    import sqlite3
+
+    if not index.is_file():
+        return
+    with sqlite3.connect(index) as conn:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'llm_cache'").fetchone():
+            conn.execute("DELETE FROM llm_cache WHERE kind = 'rerank'")
+    conn.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -213,6 +228,7 @@ def main() -> None:
             embedded = tansaku("embed", "-c", name, env=env)
             if embedded.returncode != 0:
                 raise SystemExit(f"embedding {name} failed:\n{embedded.stdout}{embedded.stderr}")
+    forget_rerank_scores(Path(env["TANSAKU_INDEX_PATH"]))
     reports = [run_set(p, env) for p in set_paths]
     command = "python evals/run_evals.py" + (" --skip-fetch" if args.skip_fetch else "")
     if args.embed_model:
