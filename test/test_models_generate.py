@@ -490,3 +490,22 @@ def test_expansion_stores_the_prefix_state_for_the_next_process(cache: LlmCache)
     with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as later:
         gen_mod.expand_query("merge two folders", later, cache)  # not cached: it generates
         assert later.reused_prefix_tokens > 100
+
+
+def test_only_the_newest_prompt_states_are_kept(tmp_path: Path) -> None:
+    from tansaku.store import db
+    from tansaku.store.llm_cache import KEEP_NEWEST, open_cache
+
+    index = tmp_path / "index.sqlite"
+    db.open_write(index).close()
+    cache = open_cache(index)
+    assert cache is not None
+    keep = KEEP_NEWEST["prefix-state"]
+    for i in range(keep + 2):
+        cache.put("prefix-state", f"model-{i}", {"blob": "x" * 10})
+        cache.put("expand", f"query-{i}", ["lex: a"])
+    kept = sorted(cache.get_many("prefix-state", [f"model-{i}" for i in range(keep + 2)]))
+    # Written within one second, the states tie on created_at: the one just written always stays.
+    assert len(kept) == keep and f"model-{keep + 1}" in kept
+    assert len(cache.get_many("expand", [f"query-{i}" for i in range(keep + 2)])) == keep + 2
+    cache.close()

@@ -22,6 +22,10 @@ __all__ = ["LlmCache", "cache_key", "open_cache"]
 _BATCH = 500
 # Seconds a cache write waits for another writer before it is skipped.
 _CACHE_WAIT = 0.2
+# Kinds whose values are large, kept for their newest keys only: a stored prompt state is
+# 3.5 MB (Gemma 3 270M) and one is made per model file, prompt version and llama.cpp build, so
+# every upgrade or change of model would otherwise leave one behind for good.
+KEEP_NEWEST = {"prefix-state": 2}
 
 
 def cache_key(*parts: str) -> str:
@@ -74,8 +78,21 @@ class LlmCache:
                     "INSERT OR REPLACE INTO llm_cache (kind, key, value, created_at) VALUES (?, ?, ?, ?)",
                     rows,
                 )
+                if kind in KEEP_NEWEST:
+                    self._keep_newest(kind, [row[1] for row in rows], KEEP_NEWEST[kind])
         except sqlite3.DatabaseError:
             self.write_failures += 1
+
+
+    def _keep_newest(self, kind: str, written: Sequence[str], keep: int) -> None:
+        """Delete all but the ``keep`` newest values of ``kind``; those just written count as newest."""
+        marks = ",".join("?" * len(written))
+        self._conn.execute(
+            "DELETE FROM llm_cache WHERE kind = ? AND key NOT IN ("
+            f"SELECT key FROM llm_cache WHERE kind = ? ORDER BY key IN ({marks}) DESC, created_at DESC"
+            " LIMIT ?)",
+            [kind, kind, *written, keep],
+        )
 
 
 class _transaction:
