@@ -62,6 +62,20 @@ def test_embed_then_vsearch_finds_a_paraphrase(cli, model):
 
 
 @pytest.mark.usefixtures("indexed")
+def test_vsearch_warns_when_the_embedder_cannot_read_the_query(cli, model):
+    embed(cli)
+    # MiniLM learnt English: its nearest chunks for a Chinese question are noise, and say so.
+    chinese = cli("vsearch", "怎么设置压缩级别", "--json", "--min-score", "0").json()
+    codes = [w["code"] for w in chinese["warnings"]]
+    assert codes == ["QUERY_UNREADABLE"], chinese["warnings"]
+    assert "use `search`" in chinese["warnings"][0]["message"]
+    text = cli("vsearch", "怎么设置压缩级别", "--min-score", "0")
+    assert text.exit_code == 0 and "QUERY_UNREADABLE" in text.stderr + text.stdout
+    english = cli("vsearch", "restore a single file from a snapshot", "--json").json()
+    assert english["warnings"] == []
+
+
+@pytest.mark.usefixtures("indexed")
 def test_vsearch_without_vectors_or_model_is_an_error_not_empty(cli, model, monkeypatch):
     result = cli("vsearch", "anything", "--json")
     assert result.exit_code == 3

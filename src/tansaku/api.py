@@ -394,7 +394,9 @@ class Tansaku:
         full: bool = False,
         verbose: bool = False,
     ) -> SearchResult:
-        return self._vsearch(query, collections, limit, min_score, full, verbose)[0]
+        from .search.vector_texts import with_unreadable_warning
+
+        return with_unreadable_warning(*self._vsearch(query, collections, limit, min_score, full, verbose))
 
     def _vsearch(
         self,
@@ -742,7 +744,9 @@ class Tansaku:
             )
         request = turns.turn_query(query, level, roles, since, until, project, limit, min_score, full)
         found = self.vector_search_texts([query], collections, limit, min_score, full, True, verbose, request)
-        return found.results[0]  # type: ignore[no-any-return]
+        from .search.vector_texts import with_unreadable_warning
+
+        return with_unreadable_warning(found.results[0], found.unreadable_shares[0])
 
     def read_session(
         self,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import ModelMissing, NoVectors
+from ..models.languages import MIN_READABLE
 from ..types import Hit, Notice, SearchResult
 from .run import QuerySteps, VectorBatch
 
@@ -25,7 +26,7 @@ DEFAULT_RERANK_BUDGET = 0.75
 RERANK_BUDGET_ENV = "TANSAKU_RERANK_BUDGET"
 # A reranker that cannot read more of the query than this (an English model, a Chinese query)
 # judges noise: it is not asked, as the vector list of such a query is left out of fusion.
-MAX_UNREADABLE = 0.5
+MAX_UNREADABLE = 1.0 - MIN_READABLE
 # Generation past this many seconds stops with TIMEOUT and keeps the lines it finished: a 270M
 # model writes two or three lines in that time on 2 cores. 1.2 s gave a one-shot query the same
 # p50 (3.4 s, Gemma 270M in both roles, evals/RESULTS-query.md) with three times the timeouts.
@@ -125,7 +126,7 @@ def query_steps(
 
             why = (
                 f"the rerank model cannot read this query ({unreadable:.0%} of its tokens are unknown to"
-                " its vocabulary): results keep their fused order"
+                " its vocabulary or in a script its languages leave out): results keep their fused order"
             )
             skipped = Notice(RERANK_FAILED, why)
             return Reranked(scores=[(key, None) for key, _ in candidates], warnings=[skipped])

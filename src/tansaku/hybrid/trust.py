@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..models.languages import MIN_READABLE
+
 # The weight of the original query's lists (expansions, later, weigh half).
 ORIGINAL_WEIGHT = 2.0
-# A query the embedder reads less of than this is not given to fusion as a vector list at all;
-# between this and fully read, the weight falls with the unknown share.
-MIN_READABLE = 0.5
+# A query the embedder reads less of than MIN_READABLE is not given to fusion as a vector list at
+# all; between that and fully read, the weight falls with the unreadable share.
 
 
 # A short query that names something (os.path.join, --preserve-root, rsync) halves the vector

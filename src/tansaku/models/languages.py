@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+# A text the model reads less of than this share gets noise from it: `query` leaves its vector
+# list out and does not ask such a reranker, and `vsearch` says so (QUERY_UNREADABLE).
+MIN_READABLE = 0.5
+
 # Language codes (ISO 639-1 and 639-3, and the model cards' "multilingual") of text in CJK scripts.
 CJK_LANGUAGES = frozenset(
     {"zh", "ja", "ko", "yue", "zho", "chi", "cmn", "jpn", "kor", "wuu", "lzh", "multilingual"}

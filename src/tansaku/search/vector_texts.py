@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NoVectors
+from ..models.languages import MIN_READABLE
 from ..types import Collection, Notice, SearchResult
 
 if TYPE_CHECKING:
@@ -136,3 +137,22 @@ def vector_warnings(chosen: Sequence[Collection], counts: Sequence[tuple[int, in
             )
         )
     return notices
+
+
+QUERY_UNREADABLE = "QUERY_UNREADABLE"
+
+
+def with_unreadable_warning(result: SearchResult, unreadable_share: float) -> SearchResult:
+    """``result``, warned QUERY_UNREADABLE when the embedder cannot read most of the query (an
+    English model, a Chinese query): its nearest chunks are then noise, however they score."""
+    if unreadable_share <= 1.0 - MIN_READABLE:
+        return result
+    from dataclasses import replace
+
+    notice = Notice(
+        QUERY_UNREADABLE,
+        f"the embedding model cannot read this query ({unreadable_share:.0%} of its tokens are unknown"
+        " to its vocabulary or in a script its languages leave out): these results are not"
+        " meaningful; use `search` (or `query`, which leaves such vectors out)",
+    )
+    return replace(result, warnings=(*result.warnings, notice))
