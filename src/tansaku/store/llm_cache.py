@@ -83,7 +83,6 @@ class LlmCache:
         except sqlite3.DatabaseError:
             self.write_failures += 1
 
-
     def _keep_newest(self, kind: str, written: Sequence[str], keep: int) -> None:
         """Delete all but the ``keep`` newest values of ``kind``; those just written count as newest."""
         marks = ",".join("?" * len(written))
