@@ -288,6 +288,15 @@ def test_bench_measures_vsearch_and_records_the_model(cli, model):
     assert fused["queries"] == 8 and fused["hit_at_10"] > 0
     assert data["record"]["models"]["embed"]["path"] == str(model)
     assert len(data["record"]["models"]["embed"]["sha256"]) == 64
+    # The expansion and rerank models of the query modes are recorded too, here as absent.
+    assert data["record"]["models"]["generate"]["present"] is False
+    assert data["record"]["models"]["rerank"]["present"] is False
+    keyword_only = cli("bench", REPO / "fixtures" / "evals" / "sample-v1.jsonl", "--mode", "search", "--json")
+    assert keyword_only.json()["record"]["models"] == {}
+    fused_only = cli(
+        "bench", REPO / "fixtures" / "evals" / "sample-v1.jsonl", "--mode", "query-fused", "--json"
+    )
+    assert set(fused_only.json()["record"]["models"]) == {"embed"}
 
 
 class _FailsOnMarker:

@@ -314,23 +314,36 @@ def reproducibility_record(
     }
 
 
+# The model roles each measured mode loads (keyword search loads none).
+_MODE_ROLES = {
+    "vsearch": ("embed",),
+    "query-fused": ("embed",),
+    "query-expanded": ("embed", "generate"),
+    "query": ("embed", "generate", "rerank"),
+}
+
+
 def _models_record(api: Any, modes: Sequence[str]) -> dict[str, object]:
-    """The model files the measured modes use, with their hashes (keyword search uses none)."""
-    if not set(modes) & {"vsearch", "query"}:
-        return {}
+    """The model files the measured modes use, by role, with their hashes; a role whose model is
+    not on this machine is recorded as absent (that mode then ran without it and said so)."""
     from ..models.llama import file_sha256
     from ..models.registry import resolve
 
-    ref = resolve("embed", api.config_path)
-    if not ref.present:
-        return {"embed": {"reference": ref.reference, "present": False}}
-    return {
-        "embed": {
+    roles = [
+        role for role in ("embed", "generate", "rerank") if any(role in _MODE_ROLES.get(m, ()) for m in modes)
+    ]
+    record: dict[str, object] = {}
+    for role in roles:
+        ref = resolve(role, api.config_path)
+        if not ref.present:
+            record[role] = {"reference": ref.reference, "present": False}
+            continue
+        record[role] = {
             "reference": ref.reference,
             "path": str(ref.local_path),
             "sha256": file_sha256(str(ref.local_path)),
         }
-    }
+    return record
 
 
 def _corpus_record(root: Path | None, info: Any) -> dict[str, object]:
