@@ -152,7 +152,7 @@ def with_unreadable_warning(result: SearchResult, unreadable_share: float) -> Se
     notice = Notice(
         QUERY_UNREADABLE,
         f"the embedding model cannot read this query ({unreadable_share:.0%} of its tokens are unknown"
-        " to its vocabulary or in a script its languages leave out): these results are not"
-        " meaningful; use `search` (or `query`, which leaves such vectors out)",
+        " to its vocabulary or in a script its languages leave out), so vector search cannot"
+        " answer it; use `search` (or `query`, which leaves such vectors out)",
     )
     return replace(result, warnings=(*result.warnings, notice))
