@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import ModelMissing, NoVectors
-from ..models.languages import MIN_READABLE
+from ..models.languages import MIN_READABLE, UNREADABLE_TOKENS
 from ..types import Hit, Notice, SearchResult
 from .run import QuerySteps, VectorBatch
 
@@ -125,8 +125,8 @@ def query_steps(
             from ..models.rerank import RERANK_FAILED
 
             why = (
-                f"the rerank model cannot read this query ({unreadable:.0%} of its tokens are unknown to"
-                " its vocabulary or in a script its languages leave out): results keep their fused order"
+                f"the rerank model cannot read this query ({unreadable:.0%} {UNREADABLE_TOKENS}):"
+                " results keep their fused order"
             )
             skipped = Notice(RERANK_FAILED, why)
             return Reranked(scores=[(key, None) for key, _ in candidates], warnings=[skipped])
@@ -214,10 +214,10 @@ def _vector_batch(
     except ModelMissing as exc:
         hint = f" ({exc.hint})" if exc.hint else ""
         return VectorBatch(results, Notice("MODEL_MISSING", f"{exc.message}; keyword results only{hint}"))
-    for i, result, unknown in zip(wanted, found.results, found.unreadable_shares, strict=True):
+    for i, result, unreadable in zip(wanted, found.results, found.unreadable_shares, strict=True):
         ruled_out = excluded(conn, texts[i], [(h.collection, h.path) for h in result.hits])
         if ruled_out:
             kept = tuple(h for h in result.hits if (h.collection, h.path) not in ruled_out)
             result = replace(result, hits=kept, total=max(result.total - len(ruled_out), len(kept)))
-        results[i] = (result, unknown)
+        results[i] = (result, unreadable)
     return VectorBatch(results, embed_seconds=found.embed_seconds)

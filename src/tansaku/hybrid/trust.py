@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..models.languages import MIN_READABLE
+from ..models.languages import MIN_READABLE, UNREADABLE_TOKENS
 
 # The weight of the original query's lists (expansions, later, weigh half).
 ORIGINAL_WEIGHT = 2.0
@@ -79,8 +79,8 @@ def _readable_weight(unreadable_share: float) -> tuple[float, str]:
         return ORIGINAL_WEIGHT, "original query; the embedder knows every token of it"
     if readable < MIN_READABLE:
         return 0.0, (
-            f"the embedder cannot read this query ({unreadable_share:.0%} of its tokens are unknown to"
-            " its vocabulary or in a script its languages leave out): vector results left out"
+            f"the embedder cannot read this query ({unreadable_share:.0%} {UNREADABLE_TOKENS}):"
+            " vector results left out"
         )
     return (
         ORIGINAL_WEIGHT * readable,

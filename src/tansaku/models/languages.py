@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 # A text the model reads less of than this share gets noise from it: `query` leaves its vector
 # list out and does not ask such a reranker, and `vsearch` says so (QUERY_UNREADABLE).
 MIN_READABLE = 0.5
+# How warnings and --explain say what an unreadable share counts.
+UNREADABLE_TOKENS = "of its tokens are unknown to its vocabulary or in a script its languages leave out"
 
 # Language codes (ISO 639-1 and 639-3, and the model cards' "multilingual") of text in CJK scripts.
 CJK_LANGUAGES = frozenset(

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NoVectors
-from ..models.languages import MIN_READABLE
+from ..models.languages import MIN_READABLE, UNREADABLE_TOKENS
 from ..types import Collection, Notice, SearchResult
 
 if TYPE_CHECKING:
@@ -151,8 +151,7 @@ def with_unreadable_warning(result: SearchResult, unreadable_share: float) -> Se
 
     notice = Notice(
         QUERY_UNREADABLE,
-        f"the embedding model cannot read this query ({unreadable_share:.0%} of its tokens are unknown"
-        " to its vocabulary or in a script its languages leave out), so vector search cannot"
-        " answer it; use `search` (or `query`, which leaves such vectors out)",
+        f"the embedding model cannot read this query ({unreadable_share:.0%} {UNREADABLE_TOKENS}), so"
+        " vector search cannot answer it; use `search` (or `query`, which leaves such vectors out)",
     )
     return replace(result, warnings=(*result.warnings, notice))
