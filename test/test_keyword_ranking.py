@@ -187,6 +187,88 @@ class TestOptions:
         assert "man1/find.1.txt" not in ranked(cli, "search files", '-"mtime"')
 
 
+CASED_DOCS = {
+    # Both pages list -b; only python.1 lists -B. Case-blind, the three tie on "-B".
+    "man1/python.1.txt": """PYTHON(1)                    User Commands                    PYTHON(1)
+
+NAME
+       python - an interpreted, interactive, object-oriented programming language
+
+OPTIONS
+       -b     Issue a warning when converting bytes to str.
+
+       -B     Don't write .pyc files on import.
+""",
+    "man1/compileall.1.txt": """COMPILEALL(1)                User Commands                COMPILEALL(1)
+
+NAME
+       compileall - byte-compile Python libraries
+
+OPTIONS
+       -b     Write legacy .pyc files next to their sources, for python -B users who
+              changed their mind.
+""",
+    "man1/unittest.1.txt": """UNITTEST(1)                  User Commands                  UNITTEST(1)
+
+NAME
+       unittest - run Python tests
+
+OPTIONS
+       -b     Buffer output; python -B keeps the tree clean.
+""",
+    "library/termui.rst.txt": """:mod:`termui` --- Terminal helpers
+==================================
+
+.. function:: progressbar(iterable)
+
+   Return a ProgressBar for the iterable. The ProgressBar draws itself; progressbar only builds it.
+""",
+    "library/termui_impl.rst.txt": """:mod:`termui_impl` --- Terminal internals
+=========================================
+
+.. class:: ProgressBar(iterable, length)
+
+   Draws a bar.
+""",
+}
+
+
+@pytest.fixture
+def cased_corpus(tmp_path: Path, cli) -> Path:
+    root = tmp_path / "cased"
+    for rel, text in CASED_DOCS.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    result = cli("collection", "add", root, "--name", "cased", "--mask", "**/*.txt")
+    assert result.exit_code == 0, result.stderr
+    return root
+
+
+@pytest.mark.usefixtures("cased_corpus")
+class TestCaseInDefinitions:
+    def test_an_option_is_defined_only_in_its_own_case(self, cli):
+        assert ranked(cli, "python", "-B")[0] == "man1/python.1.txt"
+        # All three define -b: each gains what python.1 alone gains for -B.
+        lower, upper = _scores(cli, "-b"), _scores(cli, "-B")
+        assert len(lower) == 3 and max(lower) - min(lower) < 0.01
+        assert upper[0] - upper[1] > 0.05
+
+    def test_a_mixed_case_name_asks_for_that_case(self, cli):
+        # termui.rst.txt writes ProgressBar twice and defines progressbar(); case-blind, it wins.
+        assert ranked(cli, "ProgressBar")[0] == "library/termui_impl.rst.txt"
+
+    def test_a_name_typed_in_one_case_matches_any_case(self, cli):
+        # Lower case (or all capitals) asks nothing of case: both pages define the name.
+        assert ranked(cli, "progressbar")[0] == "library/termui.rst.txt"
+        assert ranked(cli, "PROGRESSBAR")[0] == "library/termui.rst.txt"
+
+
+def _scores(cli, *query: str) -> list[float]:
+    result = cli("search", "--json", "-n", "10", "--", *query)
+    return [hit["score"] for hit in result.json()["results"]]
+
+
 @pytest.mark.usefixtures("corpus")
 class TestLongQueries:
     def test_a_pasted_error_message_does_not_need_every_word(self, cli):

@@ -59,6 +59,9 @@ class Term:
     # An identifier as typed (lower-cased, without leading dashes): ``os.path.join``. Checked
     # against what a document defines, where ``os_environ`` must not pass for ``os.environ``.
     written: str = field(default="", compare=False)
+    # A word, identifier or option as typed, case kept (``ProgressBar``, ``B`` for ``-B``): the
+    # definitions signal tells ``-B`` from ``-b`` and the class ProgressBar from progressbar().
+    cased: str = field(default="", compare=False)
 
     @property
     def atoms(self) -> tuple[Term, ...]:
@@ -175,7 +178,8 @@ def resolve_options(parsed: ParsedQuery, is_option: Callable[[str], bool]) -> Pa
         if not (term.negated and term.option):
             terms.append(term)
         elif len(term.text) <= _MAX_OPTION_GROUP and all(is_option(letter) for letter in term.text):
-            terms.extend(Term(letter, "word", option=True) for letter in term.text)
+            letters = term.cased if len(term.cased) == len(term.text) else term.text
+            terms.extend(Term(letter.lower(), "word", option=True, cased=letter) for letter in letters)
         elif is_option(term.text):
             terms.append(replace(term, negated=False))
         else:
@@ -203,6 +207,8 @@ def parse_query(q: str) -> ParsedQuery:
                 word, prefix = stem, True
         if _has_word_char(word):
             found = _word_terms(word.lower(), prefix=prefix, negated=negated)
+            if len(found) == 1 and not has_cjk(word):
+                found = [replace(found[0], cased=_CONTRACTION.sub("", word))]
             terms.extend(replace(term, option=True) for term in found) if option else terms.extend(found)
     # A repeated term adds nothing to the match but would inflate the matched/total term counts.
     return ParsedQuery(tuple(dict.fromkeys(terms)))

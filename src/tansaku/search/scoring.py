@@ -225,8 +225,10 @@ def _add_definition_bonus(
 _ROLE = re.compile(r":[\w:]+:`|`")
 
 
-def _defines(line: str, name: str, *, lone_word: bool) -> bool:
-    entry = _ROLE.sub("", line).strip().lower()
+def _defines(line: str, name: str, *, lone_word: bool, case_sensitive: bool = False) -> bool:
+    entry = _ROLE.sub("", line).strip()
+    if not case_sensitive:
+        entry = entry.lower()
     if entry == name or entry.endswith("." + name):
         return True
     # A lone word also counts as the subject of a title: "rsync - a fast, versatile ..." (a man
@@ -234,18 +236,34 @@ def _defines(line: str, name: str, *, lone_word: bool) -> bool:
     return lone_word and entry.startswith((name + " ", name + ",", name + "("))
 
 
+def case_sensitive(term: Term) -> bool:
+    """Whether a definition must have the term's case: always for an option (``-B`` is not
+    ``-b``), and for a name typed in mixed case (smart case: ``ProgressBar`` asks for the class,
+    not the function ``progressbar``). A name typed in one case (``json``, ``JSON``) matches any."""
+    if term.option:
+        return True
+    return any(c.isupper() for c in term.cased) and any(c.islower() for c in term.cased)
+
+
 def _defining(conn: Any, term: Term, column: str, ids: Iterable[int]) -> list[int]:
     """The documents among ``ids`` that define ``term`` itself: for an identifier, a defined name
     that is it or ends with it (``os.path.join``, ``pathlib.Path.read_text`` for
-    ``Path.read_text``), not one that only has the same tokens (``BaseHandler.os_environ``)."""
+    ``Path.read_text``), not one that only has the same tokens (``BaseHandler.os_environ``); in
+    the term's case where :func:`case_sensitive` says so."""
     ids = list(ids)
     name = term.written if term.kind == "ident" else term.text
     if not name or term.kind not in ("ident", "word"):
         return ids
+    sensitive = case_sensitive(term) and term.cased.lower() == name
+    if sensitive:
+        name = term.cased
     defined = store.defined_names(conn, ids, column)
     lone_word = term.kind == "word" and column == "headings"
     return [
         doc_id
         for doc_id in ids
-        if any(_defines(line, name, lone_word=lone_word) for line in defined.get(doc_id, []))
+        if any(
+            _defines(line, name, lone_word=lone_word, case_sensitive=sensitive)
+            for line in defined.get(doc_id, [])
+        )
     ]
