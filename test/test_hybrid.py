@@ -264,6 +264,28 @@ def test_a_name_lookup_halves_the_vector_list() -> None:
     assert [h.path for h in out.hits] == ["a.md", "b.md"]
 
 
+def test_a_sole_definer_makes_keyword_search_sure_however_close_its_scores() -> None:
+    from dataclasses import replace
+
+    keyword = result("search", "a.md", "b.md")
+    keyword = replace(keyword, hits=tuple(replace(h, score=0.95) for h in keyword.hits))
+    vector = result("vsearch", "b.md", "a.md")
+
+    def weights(definers: tuple[str, ...]) -> list[float]:
+        out = hybrid_query("q", replace(keyword, definers=definers), vector, name_lookup=True, explain=True)
+        assert out.explain is not None
+        return [w.weight for w in out.explain.lists]
+
+    # Tied scores: keyword search is not sure, the vectors keep their weight ...
+    assert weights(())[1] == pytest.approx(weights(("tansaku://c/b.md",))[1])
+    assert weights(())[1] > 2.0
+    # ... unless its first result alone defines the name.
+    sole = weights(("tansaku://c/a.md",))
+    assert sole[1] == pytest.approx(weights(())[1] / 2)
+    # Two definers: which is the definition is not settled either.
+    assert weights(("tansaku://c/a.md", "tansaku://c/b.md"))[1] == pytest.approx(weights(())[1])
+
+
 @pytest.mark.usefixtures("indexed")
 def test_is_name_lookup(index_path: Path) -> None:
     from tansaku.search.keyword import is_name_lookup

@@ -156,6 +156,11 @@ class TestIdentifiers:
         # wsgiref defines BaseHandler.os_environ, the same tokens but not the same name.
         assert ranked(cli, "os.environ")[0] == "library/os.rst.txt"
 
+    def test_a_pasted_name_keeps_its_definition(self, cli):
+        # Backticks from Markdown, brackets from a call: os.rst.txt still defines the name.
+        assert ranked(cli, "`os.environ`")[0] == "library/os.rst.txt"
+        assert ranked(cli, "os.environ()")[0] == "library/os.rst.txt"
+
     def test_a_name_whose_parts_never_meet_still_returns_results(self, cli):
         paths = ranked(cli, "os.path.nonexistentname")
         assert paths and paths[0] == "library/os.path.rst.txt"
@@ -230,6 +235,36 @@ OPTIONS
 
    Draws a bar.
 """,
+    "reference/datamodel.rst.txt": """Data model
+==========
+
+.. data:: object.__slots__
+
+   This class variable can be assigned a string, iterable, or sequence of strings.
+""",
+    "c-api/typeobj.rst.txt": """Type objects
+============
+
+.. member:: PyType_Spec.slots
+
+   Array of slots; __slots__ of a heap type are not slots here. slots, slots, __slots__.
+""",
+    "src/click/types.py": """import typing as t
+
+
+class UnprocessedParamType:
+    name = "text"
+
+
+#: A dummy parameter type that just does nothing.
+UNPROCESSED = UnprocessedParamType()
+""",
+    "tools/types.py": "UNPROCESSED = None\n",
+    "docs/arguments.rst": """Arguments
+=========
+
+Use type=click.UNPROCESSED to keep values as given.
+""",
 }
 
 
@@ -240,13 +275,13 @@ def cased_corpus(tmp_path: Path, cli) -> Path:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    result = cli("collection", "add", root, "--name", "cased", "--mask", "**/*.txt")
+    result = cli("collection", "add", root, "--name", "cased", "--mask", "**/*.txt,**/*.py,**/*.rst")
     assert result.exit_code == 0, result.stderr
     return root
 
 
 @pytest.mark.usefixtures("cased_corpus")
-class TestCaseInDefinitions:
+class TestNamesAsTyped:
     def test_an_option_is_defined_only_in_its_own_case(self, cli):
         assert ranked(cli, "python", "-B")[0] == "man1/python.1.txt"
         # All three define -b: each gains what python.1 alone gains for -B.
@@ -257,6 +292,22 @@ class TestCaseInDefinitions:
     def test_a_mixed_case_name_asks_for_that_case(self, cli):
         # termui.rst.txt writes ProgressBar twice and defines progressbar(); case-blind, it wins.
         assert ranked(cli, "ProgressBar")[0] == "library/termui_impl.rst.txt"
+
+    def test_a_name_in_backticks_or_with_brackets_is_the_name(self, cli):
+        assert ranked(cli, "`ProgressBar`")[0] == "library/termui_impl.rst.txt"
+        assert ranked(cli, "ProgressBar()")[0] == "library/termui_impl.rst.txt"
+
+    def test_a_dunder_name_is_not_a_word_inside_other_names(self, cli):
+        # datamodel defines object.__slots__; typeobj defines PyType_Spec.slots, a different name.
+        assert ranked(cli, "__slots__")[0] == "reference/datamodel.rst.txt"
+
+    def test_code_names_its_module_by_its_path(self, cli):
+        # click.UNPROCESSED is UNPROCESSED in click/types.py; arguments.rst writes the dotted name
+        # and, without this rule, ranks first.
+        assert ranked(cli, "click.UNPROCESSED")[0] == "src/click/types.py"
+        assert ranked(cli, "click.types.UNPROCESSED")[0] == "src/click/types.py"
+        # The module must be in the path: tools/types.py defines UNPROCESSED too, outside click.
+        assert ranked(cli, "other.UNPROCESSED")[0] != "src/click/types.py"
 
     def test_a_name_typed_in_one_case_matches_any_case(self, cli):
         # Lower case (or all capitals) asks nothing of case: both pages define the name.

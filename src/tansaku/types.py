@@ -124,6 +124,9 @@ class SearchResult:
     total_exact: bool = True
     used: str | None = None  # query: the retrievals that ran ("keyword+vector", "keyword")
     explain: QueryExplanation | None = None  # query --explain
+    # search: the hits (virtual paths) that define a name of the query; how far `query` may trust
+    # the keyword list. Not rendered.
+    definers: tuple[str, ...] = ()
 
 
 @_deferred(frozen=True)

@@ -72,8 +72,10 @@ def fuse_retrievals(
     by_list: dict[str, dict[str, Hit]] = {}
     lists = []
     query_keyword = next((r for r in retrievals if r.kind == "keyword"), None)
-    keyword_sure = query_keyword is not None and (
-        keyword_confidence([hit.score for hit in query_keyword.result.hits]) >= SURE_KEYWORD_GAP
+    sole_definer = query_keyword is not None and _sole_definer(query_keyword.result)
+    keyword_sure = sole_definer or (
+        query_keyword is not None
+        and keyword_confidence([hit.score for hit in query_keyword.result.hits]) >= SURE_KEYWORD_GAP
     )
     original_weights: dict[str, float] = {}
     for retrieval in retrievals:
@@ -89,6 +91,7 @@ def fuse_retrievals(
                 retrieval.unreadable_share,
                 name_lookup=name_lookup,
                 keyword_sure=keyword_sure,
+                sure_reason=" (its first result alone defines the name)" if sole_definer else "",
                 peak=vector_peak([hit.score for hit in result.hits]),
             )
         if scale != 1.0:
@@ -175,6 +178,13 @@ def fuse_retrievals(
         used=used,
         explain=explanation,
     )
+
+
+def _sole_definer(result: SearchResult) -> bool:
+    """Whether keyword search's first result is the only one of its results that defines a name of
+    the query: however close the scores, it found the definition (``ProgressBar`` in
+    _termui_impl.py; termui.py's ``progressbar()`` and the pages importing it score as high)."""
+    return bool(result.hits) and result.definers == (result.hits[0].virtual_path,)
 
 
 def _ranked(name: str, result: SearchResult, weight: float, reason: str) -> RankedList:

@@ -30,7 +30,8 @@ ORIGINAL_WEIGHT = 2.0
 # 0.803, man-pages 0.778 / 0.819, with the peak rule below.
 NAME_LOOKUP_FACTOR = 0.5
 # Keyword search is sure when its second document scores at most this share below its first,
-# in raw BM25 (scores are |x| / (1 + |x|), which hides gaps near 1).
+# in raw BM25 (scores are |x| / (1 + |x|), which hides gaps near 1), or when its first document is
+# the only one of its results that defines the name (pipeline._sole_definer).
 SURE_KEYWORD_GAP = 0.2
 # A vector list whose first result stands out (cosine gap to the second, relative to the first)
 # weighs more: 1 + PEAK_GAIN x gap. Measured (mean query MRR over the 7 sets): without 0.822,
@@ -60,6 +61,7 @@ def vector_weight(
     name_lookup: bool = False,
     keyword_sure: bool = True,
     peak: float = 0.0,
+    sure_reason: str = "",
 ) -> tuple[float, str]:
     """(weight, reason) for a vector list: by the share of the text its embedder can read
     (``unreadable_share`` of its tokens it cannot read: models/languages.py), by how far its first result
@@ -69,7 +71,7 @@ def vector_weight(
         weight *= 1 + PEAK_GAIN * peak
         reason += f"; its first result stands {peak:.0%} above the second (x{1 + PEAK_GAIN * peak:.2f})"
     if name_lookup and keyword_sure and weight:
-        return weight * NAME_LOOKUP_FACTOR, reason + "; a name lookup keyword search is sure of"
+        return weight * NAME_LOOKUP_FACTOR, reason + "; a name lookup keyword search is sure of" + sure_reason
     return weight, reason
 
 

@@ -146,6 +146,7 @@ def search(
     if options.limit is not None:
         scored = scored[: options.limit]
     hits = _hits(conn, scored, clauses, n_clauses, contexts, options, {c.name: c for c in collections})
+    definers = tuple(hit.virtual_path for hit, item in zip(hits, scored, strict=True) if item.defines)
     return SearchResult(
         query=query,
         mode="search",
@@ -155,6 +156,7 @@ def search(
         warnings=tuple(notices),
         took_ms=(time.perf_counter() - started) * 1000,
         collections=tuple(c.name for c in collections),
+        definers=definers,
     )
 
 

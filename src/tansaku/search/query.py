@@ -33,6 +33,9 @@ _WORD_CHAR = re.compile(r"[^\W_]")
 _PART = re.compile(r"[^\W_]+")
 # English possessives and contractions (project's, don't) are words, not identifiers.
 _CONTRACTION = re.compile(r"['’](?:s|t|re|ll|ve|d|m)$")
+# What surrounds a name as people paste it (`os.environ`, os.path.join(), "ProgressBar",): not part
+# of the name. Underscores are (``__slots__``).
+_NAME_EDGES = re.compile(r"^[^\w]+|[^\w]+$")
 # What may be an option name after one dash (``-mtime``, ``-sh``): ASCII letters and digits.
 _OPTION_NAME = re.compile(r"[A-Za-z0-9]+")
 _HYPHENATED = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
@@ -132,7 +135,13 @@ def _word_terms(text: str, *, prefix: bool, negated: bool) -> list[Term]:
             # dotted name).
             hyphenated = _HYPHENATED.fullmatch(text) is not None
             ident = Term(
-                " ".join(parts), "ident", negated, parts, prefix, hyphenated=hyphenated, written=text
+                " ".join(parts),
+                "ident",
+                negated,
+                parts,
+                prefix,
+                hyphenated=hyphenated,
+                written=as_typed(text),
             )
             return [ident]
         return [Term(parts[0], "prefix" if prefix else "word", negated)] if parts else []
@@ -145,6 +154,12 @@ def _word_terms(text: str, *, prefix: bool, negated: bool) -> list[Term]:
     terms = [Term(word, "word", negated) for word in words[:-1]]
     terms.append(Term(words[-1], "prefix" if prefix else "word", negated))
     return terms
+
+
+def as_typed(word: str) -> str:
+    """A name as the user means it: without the quotes, backticks, brackets or punctuation around
+    it (``os.path.join()`` is ``os.path.join``), underscores kept (``__slots__``)."""
+    return _NAME_EDGES.sub("", word)
 
 
 def _dash_meaning(word: str) -> tuple[str, bool, bool]:
@@ -208,7 +223,7 @@ def parse_query(q: str) -> ParsedQuery:
         if _has_word_char(word):
             found = _word_terms(word.lower(), prefix=prefix, negated=negated)
             if len(found) == 1 and not has_cjk(word):
-                found = [replace(found[0], cased=_CONTRACTION.sub("", word))]
+                found = [replace(found[0], cased=as_typed(_CONTRACTION.sub("", word)))]
             terms.extend(replace(term, option=True) for term in found) if option else terms.extend(found)
     # A repeated term adds nothing to the match but would inflate the matched/total term counts.
     return ParsedQuery(tuple(dict.fromkeys(terms)))

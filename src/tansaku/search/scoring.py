@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store import documents as store
-from .query import ParsedQuery, Term, fts_adjacent, fts_term
+from .query import ParsedQuery, Term, fts_adjacent, fts_term, parse_query
 
 # How much an identifier's parts in order (the exact name) add, relative to the parts alone.
 ADJACENCY_WEIGHT = 1.0
@@ -47,6 +47,7 @@ class Scored:
     doc_id: int
     score: float  # 0..1
     clauses: float  # how many terms matched (an identifier with some of its parts counts a share)
+    defines: bool = False  # defines a name of the query (a heading, a definition, an option entry)
 
 
 def normalize(x: float) -> float:
@@ -149,6 +150,7 @@ def rescore(
     prose = not names
     sums = {doc_id: abs(raw) for doc_id, raw in candidates.items()} if prose else dict.fromkeys(ids, 0.0)
     shares: dict[Term, dict[int, float]] = {}
+    definers: set[int] = set()
     summed_any = False
     for term in parsed.positive:
         weights = NAME_WEIGHTS if term in names else PROSE_WEIGHTS
@@ -171,7 +173,7 @@ def rescore(
             for doc_id, value in parts.bm25(fts_adjacent(term), weights).items():
                 sums[doc_id] += ADJACENCY_WEIGHT * value
         if short and term in names and not term.hyphenated:
-            _add_definition_bonus(conn, parts, term, weights, sums)
+            definers |= _add_definition_bonus(conn, parts, term, weights, sums)
         if term in required:
             shares[term] = share
     if not prose and not summed_any:
@@ -181,7 +183,12 @@ def rescore(
             sums[doc_id] += abs(raw) * IDF_FLOOR / _FTS_IDF_CLAMP
     absent = [t.text for t in clauses.positive if parts.df(fts_term(t)) == 0]
     scored = [
-        Scored(doc_id, normalize(sums[doc_id]), sum(share.get(doc_id, 0.0) for share in shares.values()))
+        Scored(
+            doc_id,
+            normalize(sums[doc_id]),
+            sum(share.get(doc_id, 0.0) for share in shares.values()),
+            doc_id in definers,
+        )
         for doc_id in ids
     ]
     return scored, absent
@@ -210,16 +217,67 @@ def _floor_correction(
 
 def _add_definition_bonus(
     conn: Any, parts: _Parts, term: Term, weights: Sequence[float], sums: dict[int, float]
-) -> None:
+) -> set[int]:
     """Defining a name outweighs mentioning it, however long the defining page is (BM25's length
-    normalisation alone ranks os.rst.txt, 180 KB, below short pages quoting os.environ)."""
+    normalisation alone ranks os.rst.txt, 180 KB, below short pages quoting os.environ). Returns
+    the documents that gained it."""
     name = fts_adjacent(term) if term.kind == "ident" else fts_term(term)
     column = "options" if term.option else "headings"
     expression = f"{column} : {name}"
     found = parts.bm25(expression, weights)
     bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(expression))
-    for doc_id in _defining(conn, term, column, found):
+    defining = set(_defining(conn, term, column, found))
+    for doc_id in defining:
         sums[doc_id] += bonus
+    if term.kind == "ident" and not term.option and not term.prefix:
+        for doc_id, in_module in _defined_in_module(conn, parts, term, weights).items():
+            if doc_id not in defining:
+                sums[doc_id] += in_module
+                defining.add(doc_id)
+    return defining
+
+
+def _defined_in_module(conn: Any, parts: _Parts, term: Term, weights: Sequence[float]) -> dict[int, float]:
+    """{document: bonus} for the documents that define a dotted name's last pieces in a file whose
+    path holds its first ones: code names its module by its path, not in the definition
+    (``click.UNPROCESSED`` and ``click.types.UNPROCESSED`` are ``UNPROCESSED`` in
+    src/click/types.py)."""
+    pieces = (term.cased or term.written).split(".")
+    if len(pieces) < 2 or not all(pieces):
+        return {}
+    sensitive = case_sensitive(term)
+    bonuses: dict[int, float] = {}
+    paths: dict[int, list[str]] | None = None
+    for cut in range(1, len(pieces)):
+        module = [piece.lower() for piece in pieces[:cut]]
+        rest = parse_query(".".join(pieces[cut:])).terms
+        if len(rest) != 1 or rest[0].kind not in ("ident", "word"):
+            continue
+        name = rest[0]
+        expression = f"headings : {fts_adjacent(name) if name.kind == 'ident' else fts_term(name)}"
+        found = parts.bm25(expression, weights)
+        if not found:
+            continue
+        if paths is None:
+            paths = {i: _path_pieces(d.path) for i, d in store.documents_by_ids(conn, parts.ids).items()}
+        bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(expression))
+        for doc_id in _defining(conn, name, "headings", found, sensitive=sensitive):
+            if _holds_in_order(paths.get(doc_id, []), module):
+                bonuses[doc_id] = max(bonuses.get(doc_id, 0.0), bonus)
+    return bonuses
+
+
+def _path_pieces(path: str) -> list[str]:
+    """src/click/types.py -> [src, click, types]; library/os.path.rst.txt -> [library, os, path, rst]."""
+    *folders, file_name = path.lower().split("/")
+    stem = file_name.rsplit(".", 1)[0] if "." in file_name else file_name
+    return [*folders, *stem.split(".")]
+
+
+def _holds_in_order(pieces: Sequence[str], wanted: Sequence[str]) -> bool:
+    """Whether ``wanted`` is a run of consecutive ``pieces``."""
+    size = len(wanted)
+    return any(list(pieces[i : i + size]) == list(wanted) for i in range(len(pieces) - size + 1))
 
 
 _ROLE = re.compile(r":[\w:]+:`|`")
@@ -245,16 +303,21 @@ def case_sensitive(term: Term) -> bool:
     return any(c.isupper() for c in term.cased) and any(c.islower() for c in term.cased)
 
 
-def _defining(conn: Any, term: Term, column: str, ids: Iterable[int]) -> list[int]:
+def _defining(
+    conn: Any, term: Term, column: str, ids: Iterable[int], *, sensitive: bool | None = None
+) -> list[int]:
     """The documents among ``ids`` that define ``term`` itself: for an identifier, a defined name
     that is it or ends with it (``os.path.join``, ``pathlib.Path.read_text`` for
     ``Path.read_text``), not one that only has the same tokens (``BaseHandler.os_environ``); in
     the term's case where :func:`case_sensitive` says so."""
     ids = list(ids)
-    name = term.written if term.kind == "ident" else term.text
+    # A word as typed where that differs from its text (``__slots__`` is not ``PyType_Spec.slots``).
+    name = term.written if term.kind == "ident" else (term.cased.lower() or term.text)
     if not name or term.kind not in ("ident", "word"):
         return ids
-    sensitive = case_sensitive(term) and term.cased.lower() == name
+    if sensitive is None:
+        sensitive = case_sensitive(term)
+    sensitive = sensitive and term.cased.lower() == name
     if sensitive:
         name = term.cased
     defined = store.defined_names(conn, ids, column)
