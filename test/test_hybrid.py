@@ -264,6 +264,31 @@ def test_a_name_lookup_halves_the_vector_list() -> None:
     assert [h.path for h in out.hits] == ["a.md", "b.md"]
 
 
+def test_an_added_keyword_line_weighs_by_the_share_of_the_querys_terms_it_keeps() -> None:
+    from dataclasses import replace
+
+    from tansaku.hybrid.pipeline import Retrieval, fuse_retrievals
+
+    keyword = replace(result("search", "a.md", "b.md"), query="apt 源 配置")
+
+    def lex_weight(line: str) -> tuple[float, str]:
+        added = replace(result("search", "c.md", "a.md"), query=line)
+        out = fuse_retrievals(
+            "apt 源 配置",
+            [Retrieval("keyword", "keyword", keyword), Retrieval("lex 1", "keyword", added, 1.0)],
+            explain=True,
+        )
+        assert out.explain is not None
+        return out.explain.lists[1].weight, out.explain.lists[1].reason
+
+    # Gemma's "apt 启动命令" keeps one of the three terms: a third of an added line's 1.0.
+    weight, reason = lex_weight("apt 启动命令")
+    assert weight == pytest.approx(1 / 3)
+    assert "keeps 33% of the query's terms" in reason
+    # A variant that keeps every term (and adds one) keeps its weight.
+    assert lex_weight("apt 源 配置 sources.list")[0] == pytest.approx(1.0)
+
+
 def test_a_sole_definer_makes_keyword_search_sure_however_close_its_scores() -> None:
     from dataclasses import replace
 

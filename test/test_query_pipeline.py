@@ -102,7 +102,7 @@ class Recorder:
             self.expanded.append((query, intent))
             return self.expansion or Expansion(
                 query=query,
-                lex=[query, "lexical variant"],
+                lex=[query, f"{query} variant"],  # keeps every word: weighs in full
                 vec=[query, "semantic variant"],
                 hyde=["a passage"],
             )
@@ -131,7 +131,7 @@ def run(steps: QuerySteps, query: str = "find the thing", **options) -> SearchRe
 def test_expansion_lines_become_lists_weighing_half_and_vectors_are_embedded_in_one_batch() -> None:
     recorder = Recorder()
     out = run(recorder.steps(rerank=False))
-    assert recorder.keyword_texts == ["find the thing", "lexical variant"]
+    assert recorder.keyword_texts == ["find the thing", "find the thing variant"]
     assert recorder.vector_texts == [["find the thing", "semantic variant", "a passage"]]
     lists = {w.name: w.weight for w in out.explain.lists}
     # The stand-in vector lists' first result stands 12.5% above the second: x1.25.

@@ -55,6 +55,7 @@ def fuse_retrievals(
     retrievals: Sequence[Retrieval],
     *,
     name_lookup: bool = False,
+    typed_lines: bool = False,
     limit: int | None = 5,
     min_score: float = 0.0,
     candidate_limit: int = CANDIDATE_LIMIT,
@@ -67,6 +68,8 @@ def fuse_retrievals(
 
     Scores are the fused RRF sums scaled to 0..1 by the most a document could get (first in every
     list that counted, with the top bonus), so a score of 1 means "first everywhere".
+    ``typed_lines``: the lists come from a query document, whose lines the user wrote; an added
+    keyword line is then not weighed by how many of the query's words it keeps.
     """
     started = time.perf_counter() if started is None else started
     by_list: dict[str, dict[str, Hit]] = {}
@@ -104,6 +107,11 @@ def fuse_retrievals(
             if ceiling is not None and weight > ceiling:
                 weight = ceiling
                 reason += f"; capped at the query's own {retrieval.kind} list"
+            if retrieval.kind == "keyword" and not typed_lines:
+                kept = _kept_share(query, result.query)
+                if kept < 1.0:
+                    weight *= kept
+                    reason += f"; it keeps {kept:.0%} of the query's terms"
         else:
             original_weights.setdefault(retrieval.kind, weight)
         lists.append(_ranked(retrieval.name, result, weight * scale, reason))
@@ -178,6 +186,19 @@ def fuse_retrievals(
         used=used,
         explain=explanation,
     )
+
+
+def _kept_share(query: str, line: str) -> float:
+    """The share of the query's words (their forms: text/terms.py; stopwords aside) an added
+    keyword line keeps: a keyword variant that drops most of them searches for something else
+    ("apt 启动命令" for "apt 源 配置")."""
+    from ..search.query import STOPWORDS
+    from ..text.terms import word_forms
+
+    wanted = word_forms(query, skip=STOPWORDS) or word_forms(query)
+    if not wanted:
+        return 1.0
+    return len(wanted & word_forms(line)) / len(wanted)
 
 
 def _sole_definer(result: SearchResult) -> bool:

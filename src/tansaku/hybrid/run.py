@@ -150,6 +150,7 @@ def run_query(
         query,
         retrievals,
         name_lookup=bool(keyword_texts) and steps.name_lookup(keyword_texts[0]),
+        typed_lines=document is not None,
         limit=None,
         min_score=0.0,
         candidate_limit=candidate_limit if limit is not None else UNLIMITED,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..store.llm_cache import LlmCache, cache_key
+from ..text.terms import CJK_CLASS, word_forms
 from ..types import Notice
 
 __all__ = [
@@ -146,31 +147,13 @@ def _normal(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_CJK = re.compile(f"[{_CJK_CLASS}]")
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_WORD = re.compile(r"[^\W_]+")
+_CJK = re.compile(f"[{CJK_CLASS}]")
 
 
 def _is_cjk(text: str) -> bool:
     """Mostly Chinese, Japanese or Korean: at least as many CJK characters as other letters."""
     cjk = len(_CJK.findall(text))
     return cjk > 0 and cjk >= sum(ch.isalpha() for ch in text) - cjk
-
-
-def _terms(text: str) -> set[str]:
-    """Words, casefolded and cut to five letters so that forms of one word meet, and the words of
-    CJK runs as the keyword index segments them."""
-    folded = text.casefold()
-    found: set[str] = set()
-    runs = _CJK_RUN.findall(folded)
-    if runs:
-        from ..text.cjk import segment_query_words
-
-        for run in runs:
-            found.update(segment_query_words(run))
-    found.update(word[:5] for word in _WORD.findall(_CJK_RUN.sub(" ", folded)) if len(word) > 1)
-    return found
 
 
 def parse_expansion(text: str, query: str) -> dict[str, list[str]]:
@@ -185,7 +168,7 @@ def parse_expansion(text: str, query: str) -> dict[str, list[str]]:
     """
     found: dict[str, list[str]] = {"lex": [], "vec": [], "hyde": []}
     seen = {_normal(query), *_PROMPT_LINES}
-    query_terms, query_cjk = _terms(query), _is_cjk(query)
+    query_terms, query_cjk = word_forms(query), _is_cjk(query)
     for line in text.splitlines():
         if _NEXT_EXAMPLE.match(line):
             break
@@ -196,7 +179,7 @@ def parse_expansion(text: str, query: str) -> dict[str, list[str]]:
         key = _normal(value)
         if not value or len(value) > _MAX_LINE_CHARS or key in seen or len(found[kind]) >= MAX_PER_KIND:
             continue
-        line_terms = _terms(value)
+        line_terms = word_forms(value)
         # Another script, nothing in common with the query (drift), or nothing the query lacks
         # (a part of it again: it only reweighs the query's own words).
         if _is_cjk(value) != query_cjk or not (line_terms & query_terms) or line_terms <= query_terms:
