@@ -23,6 +23,11 @@
    clients' process: with every client waiting for its answer, p50 latency cannot fall much below
    clients x (server + client CPU per request) / cores. The keyword phase runs once more at the end: after
    the first phases have warmed the caches, its memory should not grow.
+5. With the server idle, the same queries run in process, without HTTP, and their CPU time
+   per call is reported (``in_process_cpu_ms``) with the p50 it implies for ``--clients`` on this
+   machine's cores (``p50_floor_ms``): for the bare FTS5 statement (evals/bm25_or.py, no
+   ranking rules, no snippets), ``Tansaku.search`` and ``Tansaku.vsearch``. No server on this
+   machine can answer below that floor.
 
 Targets (issue 11): keyword p50 <= 15 ms, vsearch p50 <= 60 ms, no error, RSS stable.
 """
@@ -143,6 +148,52 @@ def queries(corpus: Path, count: int, seed: int) -> list[str]:
                 found.append(" ".join(words[: rng.randint(1, min(6, len(words)))]))
                 break
     return found or ["backup"]
+
+
+# Run in the sandbox's environment: the CPU time of one call, in process, without HTTP, of the
+# bare FTS5 statement (evals/bm25_or.py: no tansaku ranking, no snippets), of `Tansaku.search`
+# and of `Tansaku.vsearch`, over the bench's queries after one warm-up pass.
+_FLOOR_SCRIPT = """
+import json, sys, time
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import bm25_or
+from tansaku.api import Tansaku
+from tansaku.store import db
+words = json.loads(sys.stdin.read())
+api = Tansaku()
+figures = {}
+with db.reading(api.index_path) as conn:
+    weights = ", ".join("0" if c == "headings" else "1" for c in bm25_or.fts_columns(conn))
+    calls = {
+        "bare_fts5": lambda q: bm25_or.ranked_paths(conn, q, "bench", 10, weights),
+        "search": lambda q: api.search(q, limit=10),
+        "vsearch": lambda q: api.vsearch(q, limit=10, min_score=0.0),
+    }
+    for name, call in calls.items():
+        for q in words:
+            call(q)
+        started = time.process_time()
+        for q in words:
+            call(q)
+        figures[name] = round((time.process_time() - started) * 1000 / len(words), 2)
+print(json.dumps(figures))
+"""
+
+
+def in_process_costs(env: dict[str, str], words: list[str]) -> dict[str, float]:
+    """CPU ms per call in process (see _FLOOR_SCRIPT): what no server can go below."""
+    from tansaku.serve.http import BLAS_THREADS_ENV
+
+    done = subprocess.run(
+        [sys.executable, "-c", _FLOOR_SCRIPT, str(EVALS), str(REPO / "src")],
+        input=json.dumps(words),
+        env={BLAS_THREADS_ENV: "1", **env},  # as the server runs them (serve/http.py)
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    return json.loads(done.stdout)
 
 
 def free_port() -> int:
@@ -311,6 +362,12 @@ def main() -> int:
         log(f"warm-up in {time.perf_counter() - started:.1f} s")
 
         results: dict[str, Any] = {"counts": counts, "clients": args.clients, "modes": {}}
+        cores = os.cpu_count() or 1
+        costs = in_process_costs(env, words)
+        # With every client waiting for its answer, p50 cannot be much below this.
+        results["in_process_cpu_ms"] = costs
+        results["p50_floor_ms"] = {name: round(args.clients * ms / cores, 1) for name, ms in costs.items()}
+        log(f"in process, CPU ms per call: {costs}; p50 floor: {results['p50_floor_ms']}")
         results["rss_kib_start"] = rss_kib(server.pid)
         for name, path, bodies, per_client in modes:
             before = rss_kib(server.pid)

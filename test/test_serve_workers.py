@@ -49,3 +49,29 @@ def test_a_keyword_search_is_answered_while_every_model_worker_is_busy(indexed: 
 
 def test_only_embedding_and_generating_requests_use_the_model_workers() -> None:
     assert {name for name, op in OPERATIONS.items() if op.runs_models} == {"vsearch", "query"}
+
+
+def test_the_server_gives_numpy_one_blas_thread_unless_the_user_chose(monkeypatch) -> None:
+    from tansaku.serve.http import BLAS_THREADS_ENV, one_blas_thread
+
+    monkeypatch.delenv(BLAS_THREADS_ENV, raising=False)
+    one_blas_thread()
+    import os
+
+    assert os.environ[BLAS_THREADS_ENV] == "1"
+    monkeypatch.setenv(BLAS_THREADS_ENV, "2")
+    one_blas_thread()
+    assert os.environ[BLAS_THREADS_ENV] == "2"
+
+
+def test_numpy_is_not_loaded_before_the_server_starts() -> None:
+    # OpenBLAS reads its thread count once, when numpy loads: the setting must come first.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import tansaku.cli.main, tansaku.serve.http, tansaku.serve.requests, tansaku.api;"
+        " print('numpy' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
