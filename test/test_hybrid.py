@@ -289,26 +289,28 @@ def test_an_added_keyword_line_weighs_by_the_share_of_the_querys_terms_it_keeps(
     assert lex_weight("apt 源 配置 sources.list")[0] == pytest.approx(1.0)
 
 
-def test_a_sole_definer_makes_keyword_search_sure_however_close_its_scores() -> None:
+def test_a_defining_first_result_makes_keyword_search_sure_however_close_its_scores() -> None:
     from dataclasses import replace
 
     keyword = result("search", "a.md", "b.md")
     keyword = replace(keyword, hits=tuple(replace(h, score=0.95) for h in keyword.hits))
     vector = result("vsearch", "b.md", "a.md")
 
-    def weights(definers: tuple[str, ...]) -> list[float]:
+    def vector_weight_with(definers: tuple[str, ...]) -> tuple[float, str]:
         out = hybrid_query("q", replace(keyword, definers=definers), vector, name_lookup=True, explain=True)
         assert out.explain is not None
-        return [w.weight for w in out.explain.lists]
+        return out.explain.lists[1].weight, out.explain.lists[1].reason
 
-    # Tied scores: keyword search is not sure, the vectors keep their weight ...
-    assert weights(())[1] == pytest.approx(weights(("tansaku://c/b.md",))[1])
-    assert weights(())[1] > 2.0
-    # ... unless its first result alone defines the name.
-    sole = weights(("tansaku://c/a.md",))
-    assert sole[1] == pytest.approx(weights(())[1] / 2)
-    # Two definers: which is the definition is not settled either.
-    assert weights(("tansaku://c/a.md", "tansaku://c/b.md"))[1] == pytest.approx(weights(())[1])
+    # Tied scores and no definition first: keyword search is not sure, the vectors keep their
+    # weight (more than 2: their first stands out) ...
+    unsure, _ = vector_weight_with(())
+    assert unsure > 2.0
+    assert vector_weight_with(("tansaku://c/b.md",))[0] == pytest.approx(unsure)
+    # ... unless its first result defines the name, alone or with others.
+    for definers in (("tansaku://c/a.md",), ("tansaku://c/a.md", "tansaku://c/b.md")):
+        weight, reason = vector_weight_with(definers)
+        assert weight == pytest.approx(unsure / 2)
+        assert "its first result defines the name" in reason
 
 
 @pytest.mark.usefixtures("indexed")

@@ -221,6 +221,36 @@ NAME
 OPTIONS
        -b     Buffer output; python -B keeps the tree clean.
 """,
+    "man1/tar.1.txt": """TAR(1)                       User Commands                       TAR(1)
+
+NAME
+       tar - an archiving utility
+
+OPTIONS
+       --mtime=DATE-OR-FILE
+              Set mtime for added files. To archive what find found, pipe find into tar:
+              find . -mtime -1 | tar -T - -cf recent.tar (find -mtime, find -print0).
+""",
+    "man1/find.1.txt": f"""FIND(1)                      User Commands                      FIND(1)
+
+NAME
+       find - search for files in a directory hierarchy
+
+TESTS
+       -mtime n
+              File's data was last modified n*24 hours ago.
+
+{FILLER}
+""",
+    "src/click/decorators.py": f"""import typing as t
+
+{"".join(f"# {line}" + chr(10) for line in FILLER.splitlines())}
+
+
+def option(*param_decls: str) -> t.Callable:
+    \"\"\"Attaches an option to the command.\"\"\"
+    return lambda f: f
+""",
     "library/termui.rst.txt": """:mod:`termui` --- Terminal helpers
 ==================================
 
@@ -268,6 +298,26 @@ Use type=click.UNPROCESSED to keep values as given.
 }
 
 
+# Ten test files with test_option_* headings, each writing click.option twice.
+CASED_DOCS.update(
+    {
+        f"tests/test_options_{i}.py": f"""import click
+
+
+def test_option_default_{i}():
+    @click.option("--x")
+    def cli(x): ...
+
+
+def test_option_multiple_{i}():
+    @click.option("--y", multiple=True)
+    def cli(y): ...
+"""
+        for i in range(10)
+    }
+)
+
+
 @pytest.fixture
 def cased_corpus(tmp_path: Path, cli) -> Path:
     root = tmp_path / "cased"
@@ -308,6 +358,16 @@ class TestNamesAsTyped:
         assert ranked(cli, "click.types.UNPROCESSED")[0] == "src/click/types.py"
         # The module must be in the path: tools/types.py defines UNPROCESSED too, outside click.
         assert ranked(cli, "other.UNPROCESSED")[0] != "src/click/types.py"
+
+    def test_a_name_in_many_headings_but_defined_once_counts_as_rare(self, cli):
+        # Every test file has test_option_* headings and writes click.option twice; only
+        # decorators.py defines option(). Weighed by how often "option" is in a heading, the
+        # definition would count as a common word's.
+        assert ranked(cli, "click.option")[0] == "src/click/decorators.py"
+
+    def test_the_word_beside_an_option_names_the_command(self, cli):
+        # tar(1) lists --mtime too, and mentions find; find(1) is the page of the command.
+        assert ranked(cli, "find", "-mtime")[0] == "man1/find.1.txt"
 
     def test_a_name_typed_in_one_case_matches_any_case(self, cli):
         # Lower case (or all capitals) asks nothing of case: both pages define the name.

@@ -75,8 +75,8 @@ def fuse_retrievals(
     by_list: dict[str, dict[str, Hit]] = {}
     lists = []
     query_keyword = next((r for r in retrievals if r.kind == "keyword"), None)
-    sole_definer = query_keyword is not None and _sole_definer(query_keyword.result)
-    keyword_sure = sole_definer or (
+    first_defines = query_keyword is not None and _first_defines(query_keyword.result)
+    keyword_sure = first_defines or (
         query_keyword is not None
         and keyword_confidence([hit.score for hit in query_keyword.result.hits]) >= SURE_KEYWORD_GAP
     )
@@ -94,7 +94,7 @@ def fuse_retrievals(
                 retrieval.unreadable_share,
                 name_lookup=name_lookup,
                 keyword_sure=keyword_sure,
-                sure_reason=" (its first result alone defines the name)" if sole_definer else "",
+                sure_reason=" (its first result defines the name)" if first_defines else "",
                 peak=vector_peak([hit.score for hit in result.hits]),
             )
         if scale != 1.0:
@@ -201,11 +201,11 @@ def _kept_share(query: str, line: str) -> float:
     return len(wanted & word_forms(line)) / len(wanted)
 
 
-def _sole_definer(result: SearchResult) -> bool:
-    """Whether keyword search's first result is the only one of its results that defines a name of
-    the query: however close the scores, it found the definition (``ProgressBar`` in
-    _termui_impl.py; termui.py's ``progressbar()`` and the pages importing it score as high)."""
-    return bool(result.hits) and result.definers == (result.hits[0].virtual_path,)
+def _first_defines(result: SearchResult) -> bool:
+    """Whether keyword search's first result defines a name of the query: however close the
+    scores, it found a definition (``ProgressBar`` in _termui_impl.py, where termui.py's
+    ``progressbar()`` and the pages importing the class score as high)."""
+    return bool(result.hits) and result.hits[0].virtual_path in result.definers
 
 
 def _ranked(name: str, result: SearchResult, weight: float, reason: str) -> RankedList:

@@ -74,12 +74,17 @@ def is_name_lookup(conn: Any, query: str) -> bool:
 
 def name_terms(parsed: ParsedQuery, clauses: ParsedQuery) -> set[Term]:
     """The terms that name something, for which headings and option lists are the best evidence:
-    identifiers and options as written (os.path.join, --flag), and a lone word (`rsync`). A
+    identifiers and options as written (os.path.join, --flag), a lone word (`rsync`), and the
+    word beside an option in a short query (`find -mtime`). A
     hyphenated word is a name in a short query (save-exact), prose in a sentence (CPU-heavy)."""
     short = len(clauses.positive) <= STRICT_CLAUSES
     names = {t for t in parsed.positive if t.option or (t.kind == "ident" and (short or not t.hyphenated))}
     if len(clauses.positive) == 1 and not has_cjk(clauses.positive[0].text):
         names.add(clauses.positive[0])
+    if short and any(t.option for t in clauses.positive):
+        # "find -mtime", "ssh -L": the word beside an option names the command, whose page (its
+        # NAME line) defines it; tar(1) lists --mtime too.
+        names |= {t for t in clauses.positive if t.kind == "word" and not has_cjk(t.text)}
     return names
 
 

@@ -219,22 +219,28 @@ def _add_definition_bonus(
     conn: Any, parts: _Parts, term: Term, weights: Sequence[float], sums: dict[int, float]
 ) -> set[int]:
     """Defining a name outweighs mentioning it, however long the defining page is (BM25's length
-    normalisation alone ranks os.rst.txt, 180 KB, below short pages quoting os.environ). Returns
-    the documents that gained it."""
+    normalisation alone ranks os.rst.txt, 180 KB, below short pages quoting os.environ), by twice
+    the rarer of its IDF in the column and the IDF of the count of documents that define it.
+    Returns the documents that gained it."""
     name = fts_adjacent(term) if term.kind == "ident" else fts_term(term)
     column = "options" if term.option else "headings"
     expression = f"{column} : {name}"
     found = parts.bm25(expression, weights)
     bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(expression))
     defining = set(_defining(conn, term, column, found))
-    for doc_id in defining:
-        sums[doc_id] += bonus
+    bonuses = dict.fromkeys(defining, bonus)
     if term.kind == "ident" and not term.option and not term.prefix:
         for doc_id, in_module in _defined_in_module(conn, parts, term, weights).items():
-            if doc_id not in defining:
-                sums[doc_id] += in_module
-                defining.add(doc_id)
-    return defining
+            bonuses.setdefault(doc_id, in_module)
+    if bonuses:
+        # The column's frequency counts every heading with the word (test_option_default,
+        # format_option, Option.__init__ for ``option``): a name defined by 3 files but in 60
+        # headings would weigh as a common word. Its rarity is that of its definitions.
+        rare = DEFINES_BONUS * term_idf(parts.n_docs, len(bonuses))
+        bonuses = {doc_id: max(value, rare) for doc_id, value in bonuses.items()}
+    for doc_id, value in bonuses.items():
+        sums[doc_id] += value
+    return set(bonuses)
 
 
 def _defined_in_module(conn: Any, parts: _Parts, term: Term, weights: Sequence[float]) -> dict[int, float]:
