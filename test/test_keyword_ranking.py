@@ -251,6 +251,29 @@ def option(*param_decls: str) -> t.Callable:
     \"\"\"Attaches an option to the command.\"\"\"
     return lambda f: f
 """,
+    "library/functions.rst.txt": f"""Built-in Functions
+==================
+
+.. function:: open(file, mode='r')
+
+   Open *file* and return a corresponding file object.
+
+{FILLER}
+""",
+    "library/webbrowser.rst.txt": """:mod:`webbrowser` --- Web-browser controller
+============================================
+
+.. module:: webbrowser
+
+.. function:: open(url, new=0)
+
+   Display url using the default browser; open() opens it, as open(url) would.
+
+Open URL in a new tab, if a browser window is already open
+----------------------------------------------------------
+
+   See open(): webbrowser.open(url, new=2).
+""",
     "library/termui.rst.txt": """:mod:`termui` --- Terminal helpers
 ==================================
 
@@ -364,6 +387,11 @@ class TestNamesAsTyped:
         # decorators.py defines option(). Weighed by how often "option" is in a heading, the
         # definition would count as a common word's.
         assert ranked(cli, "click.option")[0] == "src/click/decorators.py"
+
+    def test_a_name_defined_itself_outranks_qualified_names_ending_with_it(self, cli):
+        # The builtin open() is defined as "open"; webbrowser defines "webbrowser.open", and a
+        # heading that starts with "Open" defines nothing.
+        assert ranked(cli, "open()")[0] == "library/functions.rst.txt"
 
     def test_the_word_beside_an_option_names_the_command(self, cli):
         # tar(1) lists --mtime too, and mentions find; find(1) is the page of the command.

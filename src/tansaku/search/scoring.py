@@ -227,8 +227,13 @@ def _add_definition_bonus(
     expression = f"{column} : {name}"
     found = parts.bm25(expression, weights)
     bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(expression))
-    defining = set(_defining(conn, term, column, found))
-    bonuses = dict.fromkeys(defining, bonus)
+    levels = _defining(conn, term, column, found)
+    # Where a document defines the name itself (the builtin ``open``), those that define only a
+    # qualified name ending with it (``webbrowser.open``, ``os.open``) count half.
+    exact = EXACT in levels.values()
+    bonuses = {
+        doc_id: bonus if level == EXACT or not exact else bonus / 2 for doc_id, level in levels.items()
+    }
     if term.kind == "ident" and not term.option and not term.prefix:
         for doc_id, in_module in _defined_in_module(conn, parts, term, weights).items():
             bonuses.setdefault(doc_id, in_module)
@@ -236,8 +241,9 @@ def _add_definition_bonus(
         # The column's frequency counts every heading with the word (test_option_default,
         # format_option, Option.__init__ for ``option``): a name defined by 3 files but in 60
         # headings would weigh as a common word. Its rarity is that of its definitions.
-        rare = DEFINES_BONUS * term_idf(parts.n_docs, len(bonuses))
-        bonuses = {doc_id: max(value, rare) for doc_id, value in bonuses.items()}
+        top = max(bonuses.values())
+        rare = DEFINES_BONUS * term_idf(parts.n_docs, sum(value == top for value in bonuses.values()))
+        bonuses = {doc_id: value * max(1.0, rare / top) for doc_id, value in bonuses.items()}
     for doc_id, value in bonuses.items():
         sums[doc_id] += value
     return set(bonuses)
@@ -289,15 +295,25 @@ def _holds_in_order(pieces: Sequence[str], wanted: Sequence[str]) -> bool:
 _ROLE = re.compile(r":[\w:]+:`|`")
 
 
-def _defines(line: str, name: str, *, lone_word: bool, case_sensitive: bool = False) -> bool:
+_SUBJECT_TAILS = (" -", " \u2014", " \u2013", ",", "(", ":")
+# How a defined name matches the query's: itself (or, for a lone word, the subject of a title), or
+# only as the last part of a qualified name (``threading.enumerate`` for ``enumerate``).
+EXACT, QUALIFIED = 2, 1
+
+
+def _defines(line: str, name: str, *, lone_word: bool, case_sensitive: bool = False) -> int:
     entry = _ROLE.sub("", line).strip()
     if not case_sensitive:
         entry = entry.lower()
-    if entry == name or entry.endswith("." + name):
-        return True
+    if entry == name:
+        return EXACT
     # A lone word also counts as the subject of a title: "rsync - a fast, versatile ..." (a man
-    # page's NAME line), ":mod:`textwrap` --- Text wrapping", not "rsync-ssl - a helper".
-    return lone_word and entry.startswith((name + " ", name + ",", name + "("))
+    # page's NAME line), ":mod:`textwrap` --- Text wrapping", "ls, dir, vdir - list directory
+    # contents"; not "rsync-ssl - a helper", nor a heading that starts with the word ("Open URL in
+    # a new tab" does not define ``open``).
+    if lone_word and entry.startswith(tuple(name + tail for tail in _SUBJECT_TAILS)):
+        return EXACT
+    return QUALIFIED if entry.endswith("." + name) else 0
 
 
 def case_sensitive(term: Term) -> bool:
@@ -311,16 +327,16 @@ def case_sensitive(term: Term) -> bool:
 
 def _defining(
     conn: Any, term: Term, column: str, ids: Iterable[int], *, sensitive: bool | None = None
-) -> list[int]:
-    """The documents among ``ids`` that define ``term`` itself: for an identifier, a defined name
-    that is it or ends with it (``os.path.join``, ``pathlib.Path.read_text`` for
-    ``Path.read_text``), not one that only has the same tokens (``BaseHandler.os_environ``); in
-    the term's case where :func:`case_sensitive` says so."""
+) -> dict[int, int]:
+    """{document: EXACT or QUALIFIED} for the documents among ``ids`` that define ``term`` itself:
+    for an identifier, a defined name that is it or ends with it (``os.path.join``,
+    ``pathlib.Path.read_text`` for ``Path.read_text``), not one that only has the same tokens
+    (``BaseHandler.os_environ``); in the term's case where :func:`case_sensitive` says so."""
     ids = list(ids)
     # A word as typed where that differs from its text (``__slots__`` is not ``PyType_Spec.slots``).
     name = term.written if term.kind == "ident" else (term.cased.lower() or term.text)
     if not name or term.kind not in ("ident", "word"):
-        return ids
+        return dict.fromkeys(ids, EXACT)
     if sensitive is None:
         sensitive = case_sensitive(term)
     sensitive = sensitive and term.cased.lower() == name
@@ -328,11 +344,15 @@ def _defining(
         name = term.cased
     defined = store.defined_names(conn, ids, column)
     lone_word = term.kind == "word" and column == "headings"
-    return [
-        doc_id
-        for doc_id in ids
-        if any(
-            _defines(line, name, lone_word=lone_word, case_sensitive=sensitive)
-            for line in defined.get(doc_id, [])
+    found = {}
+    for doc_id in ids:
+        level = max(
+            (
+                _defines(line, name, lone_word=lone_word, case_sensitive=sensitive)
+                for line in defined.get(doc_id, [])
+            ),
+            default=0,
         )
-    ]
+        if level:
+            found[doc_id] = level
+    return found
