@@ -313,6 +313,28 @@ def test_a_defining_first_result_makes_keyword_search_sure_however_close_its_sco
         assert "its first result defines the name" in reason
 
 
+def test_in_a_name_lookup_keyword_searchs_leading_definitions_come_first() -> None:
+    from dataclasses import replace
+
+    # "help": keyword search ranks argparse and functions (both define it) first and second, and
+    # bugs.rst 6th; the vectors rank bugs.rst first. Plain RRF puts bugs.rst second.
+    paths = ["argparse.md", "functions.md", "c.md", "d.md", "e.md", "bugs.md"]
+    keyword = replace(
+        result("search", *paths), definers=("tansaku://c/argparse.md", "tansaku://c/functions.md")
+    )
+    vector = result("vsearch", "bugs.md", "x.md", "argparse.md")
+    plain = hybrid_query("help", keyword, vector, name_lookup=False, limit=10)
+    assert [h.path for h in plain.hits][:2] == ["argparse.md", "bugs.md"]
+    out = hybrid_query("help", keyword, vector, name_lookup=True, limit=10, explain=True)
+    assert [h.path for h in out.hits][:3] == ["argparse.md", "functions.md", "bugs.md"]
+    scores = [h.score for h in out.hits]
+    assert scores == sorted(scores, reverse=True)
+    assert out.explain is not None and any("definitions first" in n for n in out.explain.notes)
+    # Without a definition first, the fused order stands.
+    unsure = hybrid_query("help", replace(keyword, definers=()), vector, name_lookup=True, limit=10)
+    assert [h.path for h in unsure.hits][1] != "functions.md"
+
+
 @pytest.mark.usefixtures("indexed")
 def test_is_name_lookup(index_path: Path) -> None:
     from tansaku.search.keyword import is_name_lookup
