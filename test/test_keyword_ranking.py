@@ -274,6 +274,27 @@ Open URL in a new tab, if a browser window is already open
 
    See open(): webbrowser.open(url, new=2).
 """,
+    "configuring-npm/package-lock-json.md": """---
+title: package-lock.json
+description: A manifestation of the manifest
+---
+
+### Description
+
+It describes the exact tree that was generated, so that later installs produce the same tree.
+""",
+    "configuring-npm/npm-shrinkwrap-json.md": """---
+title: npm-shrinkwrap.json
+---
+
+### Description
+
+npm-shrinkwrap.json is a file created by npm shrinkwrap. It is identical to package-lock.json,
+with one caveat: unlike package-lock.json, it may be published. package-lock.json is never
+published; prefer package-lock.json. Both package-lock.json and npm-shrinkwrap.json lock the
+tree; package-lock.json wins when both exist. Commit package-lock.json; package-lock.json
+again, package-lock.json once more.
+""",
     "library/termui.rst.txt": """:mod:`termui` --- Terminal helpers
 ==================================
 
@@ -348,7 +369,7 @@ def cased_corpus(tmp_path: Path, cli) -> Path:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    result = cli("collection", "add", root, "--name", "cased", "--mask", "**/*.txt,**/*.py,**/*.rst")
+    result = cli("collection", "add", root, "--name", "cased", "--mask", "**/*.txt,**/*.py,**/*.rst,**/*.md")
     assert result.exit_code == 0, result.stderr
     return root
 
@@ -392,6 +413,11 @@ class TestNamesAsTyped:
         # The builtin open() is defined as "open"; webbrowser defines "webbrowser.open", and a
         # heading that starts with "Open" defines nothing.
         assert ranked(cli, "open()")[0] == "library/functions.rst.txt"
+
+    def test_a_page_titled_with_the_name_defines_it(self, cli):
+        # Front matter gives package-lock-json.md its title; npm-shrinkwrap-json.md writes the
+        # name four times.
+        assert ranked(cli, "package-lock.json")[0] == "configuring-npm/package-lock-json.md"
 
     def test_the_word_beside_an_option_names_the_command(self, cli):
         # tar(1) lists --mtime too, and mentions find; find(1) is the page of the command.

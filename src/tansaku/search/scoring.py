@@ -224,7 +224,8 @@ def _add_definition_bonus(
     Returns the documents that gained it."""
     name = fts_adjacent(term) if term.kind == "ident" else fts_term(term)
     column = "options" if term.option else "headings"
-    expression = f"{column} : {name}"
+    # The title defines what a page is about as its headings do (``package-lock.json``).
+    expression = f"{{{'options' if term.option else 'title headings'}}} : {name}"
     found = parts.bm25(expression, weights)
     bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(expression))
     levels = _defining(conn, term, column, found)

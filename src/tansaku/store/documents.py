@@ -340,12 +340,14 @@ def phrase_frequency(conn: Any, expression: str) -> int:
 
 
 def defined_names(conn: Any, ids: Sequence[int], column: str) -> dict[int, list[str]]:
-    """The lines of a document's ``headings`` or ``options`` column (what it defines), by id."""
+    """The lines of a document's ``headings`` or ``options`` column (what it defines), by id; for
+    ``headings``, its title first (``package-lock.json`` is the title of the page defining it)."""
     if column not in ("headings", "options") or not ids:
         return {}
     marks = ",".join("?" * len(ids))
-    rows = conn.execute(f"SELECT id, fts_{column} FROM documents WHERE id IN ({marks})", list(ids))
-    return {row[0]: row[1].splitlines() for row in rows}
+    title = "title" if column == "headings" else "''"
+    rows = conn.execute(f"SELECT id, {title}, fts_{column} FROM documents WHERE id IN ({marks})", list(ids))
+    return {row[0]: [*([row[1]] if row[1] else []), *row[2].splitlines()] for row in rows}
 
 
 def option_defined(conn: Any, name: str) -> bool:
