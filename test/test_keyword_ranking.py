@@ -423,6 +423,10 @@ class TestNamesAsTyped:
         # tar(1) lists --mtime too, and mentions find; find(1) is the page of the command.
         assert ranked(cli, "find", "-mtime")[0] == "man1/find.1.txt"
 
+    def test_the_first_word_before_an_option_names_the_command_in_a_longer_query(self, cli):
+        # Three terms: no longer a short query, but find(1) still defines "find".
+        assert ranked(cli, "find", "-mtime", "files")[0] == "man1/find.1.txt"
+
     def test_a_name_typed_in_one_case_matches_any_case(self, cli):
         # Lower case (or all capitals) asks nothing of case: both pages define the name.
         assert ranked(cli, "progressbar")[0] == "library/termui.rst.txt"
@@ -473,3 +477,4 @@ def test_no_false_zero(words: list[str], joins: list[str], index_path: Path) -> 
         conn.close()
     hits = Tansaku().search(query, limit=5).hits
     assert bool(hits) == occurs, query
+

@@ -85,7 +85,19 @@ def name_terms(parsed: ParsedQuery, clauses: ParsedQuery) -> set[Term]:
         # "find -mtime", "ssh -L": the word beside an option names the command, whose page (its
         # NAME line) defines it; tar(1) lists --mtime too.
         names |= {t for t in clauses.positive if t.kind == "word" and not has_cjk(t.text)}
+    command = command_word(clauses)
+    if command is not None:
+        names.add(command)
     return names
+
+
+def command_word(clauses: ParsedQuery) -> Term | None:
+    """The first word of a query whose next term is an option, however long the query: it names
+    the command (``mount -o loop``, ``tar -czf backup.tar.gz dir``)."""
+    positive = clauses.positive
+    if len(positive) >= 2 and positive[0].kind == "word" and positive[1].option:
+        return None if has_cjk(positive[0].text) else positive[0]
+    return None
 
 
 def search(
@@ -134,7 +146,9 @@ def search(
     if not candidates and len(parsed.positive) > len(clauses.positive):
         # ... and the optional stopwords too: "zebrafish the" is not "No results." if "the" exists.
         total = _candidates(conn, fts_expression(parsed, "any"), collections, pool, weights, candidates)
-    scored, absent = rescore(conn, parsed, clauses, names, candidates, complete, short=strict)
+    scored, absent = rescore(
+        conn, parsed, clauses, names, candidates, complete, short=strict, command=command_word(clauses)
+    )
     best = max((item.clauses for item in scored), default=0.0)
     needed = n_clauses if strict else math.ceil(n_clauses * MIN_SHOULD_MATCH)
     if scored and (best < needed or absent):

@@ -125,6 +125,7 @@ def rescore(
     complete: set[int],
     *,
     short: bool,
+    command: Term | None = None,
 ) -> tuple[list[Scored], list[str]]:
     """Score the candidates; also return the required terms that no document contains.
 
@@ -136,7 +137,8 @@ def rescore(
       over half the documents gets ``IDF_FLOOR`` instead of 1e-6, and optional stopwords add
       their parts.
     - A query with names is summed term by term: a name weighs the headings and options columns,
-      an identifier adds its parts as one phrase (the exact name), and in a short query a
+      an identifier adds its parts as one phrase (the exact name), and in a short query (or for
+      ``command``, the word before an option: ``mount -o loop``, in any query) a
       document that defines the name gains ``DEFINES_BONUS`` times its IDF there.
     """
     if not candidates:
@@ -172,7 +174,7 @@ def rescore(
         if term.kind == "ident":
             for doc_id, value in parts.bm25(fts_adjacent(term), weights).items():
                 sums[doc_id] += ADJACENCY_WEIGHT * value
-        if short and term in names and not term.hyphenated:
+        if (short or term == command) and term in names and not term.hyphenated:
             definers |= _add_definition_bonus(conn, parts, term, weights, sums)
         if term in required:
             shares[term] = share
