@@ -477,4 +477,3 @@ def test_no_false_zero(words: list[str], joins: list[str], index_path: Path) -> 
         conn.close()
     hits = Tansaku().search(query, limit=5).hits
     assert bool(hits) == occurs, query
-
