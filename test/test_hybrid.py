@@ -346,6 +346,11 @@ def test_is_name_lookup(index_path: Path) -> None:
         assert is_name_lookup(conn, "restic")  # a lone word may be a name
         assert not is_name_lookup(conn, "how do I restore a file from the backup")
         assert not is_name_lookup(conn, "压缩")
+        # A command with its options (an option as typed: one letter, or --long) and an argument.
+        assert is_name_lookup(conn, "python -X importtime")
+        assert is_name_lookup(conn, "date -d yesterday")
+        assert not is_name_lookup(conn, "backup file -X")  # no option right after the first word
+        assert not is_name_lookup(conn, "tar -x -z -v -f archive")  # more than four terms
     finally:
         conn.close()
 

@@ -60,11 +60,19 @@ def excluded(conn: Any, query: str, found: Sequence[tuple[str, str]]) -> set[tup
     return {ids[i] for i in store.phrase_documents(conn, expression, list(ids))}
 
 
+# A command with its options and an argument or two (``python -X importtime``, ``date -d
+# yesterday``) is a name lookup up to this many terms.
+MAX_COMMAND_TERMS = 4
+
+
 def is_name_lookup(conn: Any, query: str) -> bool:
-    """A short query that names something (os.path.join, --preserve-root, rsync): what keyword
-    search with its definitions signal finds best, and an embedding of a bare name least."""
+    """A short query that names something (os.path.join, --preserve-root, rsync), or a command
+    with its options (``python -X importtime``): what keyword search with its definitions signal
+    finds best, and an embedding of a bare name least."""
     parsed = resolve_options(parse_query(query), lambda name: store.option_defined(conn, name))
     clauses = required_terms(parsed)
+    if command_word(clauses) is not None and len(clauses.positive) <= MAX_COMMAND_TERMS:
+        return True
     return (
         bool(clauses.positive)
         and len(clauses.positive) <= STRICT_CLAUSES
