@@ -119,22 +119,33 @@ DESCRIPTION
 }
 
 
-@pytest.fixture
-def corpus(tmp_path: Path, cli) -> Path:
-    root = tmp_path / "docs"
-    for rel, text in DOCS.items():
+def add_collection(cli, root: Path, docs: dict[str, str], name: str, masks: str) -> Path:
+    for rel, text in docs.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    result = cli("collection", "add", root, "--name", "docs", "--mask", "**/*.txt,**/*.md")
+    result = cli("collection", "add", root, "--name", name, "--mask", masks)
     assert result.exit_code == 0, result.stderr
     return root
 
 
-def ranked(cli, *query: str) -> list[str]:
+@pytest.fixture
+def corpus(tmp_path: Path, cli) -> Path:
+    return add_collection(cli, tmp_path / "docs", DOCS, "docs", "**/*.txt,**/*.md")
+
+
+def hits(cli, *query: str) -> list[dict]:
     result = cli("search", "--json", "-n", "10", "--", *query)
     assert result.exit_code == 0, result.stderr
-    return [hit["path"] for hit in result.json()["results"]]
+    return result.json()["results"]
+
+
+def ranked(cli, *query: str) -> list[str]:
+    return [hit["path"] for hit in hits(cli, *query)]
+
+
+def scores(cli, *query: str) -> list[float]:
+    return [hit["score"] for hit in hits(cli, *query)]
 
 
 def codes(cli, *query: str) -> list[str]:
@@ -364,14 +375,7 @@ def test_option_multiple_{i}():
 
 @pytest.fixture
 def cased_corpus(tmp_path: Path, cli) -> Path:
-    root = tmp_path / "cased"
-    for rel, text in CASED_DOCS.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    result = cli("collection", "add", root, "--name", "cased", "--mask", "**/*.txt,**/*.py,**/*.rst,**/*.md")
-    assert result.exit_code == 0, result.stderr
-    return root
+    return add_collection(cli, tmp_path / "cased", CASED_DOCS, "cased", "**/*.txt,**/*.py,**/*.rst,**/*.md")
 
 
 @pytest.mark.usefixtures("cased_corpus")
@@ -379,7 +383,7 @@ class TestNamesAsTyped:
     def test_an_option_is_defined_only_in_its_own_case(self, cli):
         assert ranked(cli, "python", "-B")[0] == "man1/python.1.txt"
         # All three define -b: each gains what python.1 alone gains for -B.
-        lower, upper = _scores(cli, "-b"), _scores(cli, "-B")
+        lower, upper = scores(cli, "-b"), scores(cli, "-B")
         assert len(lower) == 3 and max(lower) - min(lower) < 0.01
         assert upper[0] - upper[1] > 0.05
 
@@ -431,11 +435,6 @@ class TestNamesAsTyped:
         # Lower case (or all capitals) asks nothing of case: both pages define the name.
         assert ranked(cli, "progressbar")[0] == "library/termui.rst.txt"
         assert ranked(cli, "PROGRESSBAR")[0] == "library/termui.rst.txt"
-
-
-def _scores(cli, *query: str) -> list[float]:
-    result = cli("search", "--json", "-n", "10", "--", *query)
-    return [hit["score"] for hit in result.json()["results"]]
 
 
 @pytest.mark.usefixtures("corpus")

@@ -229,7 +229,8 @@ def _definitions_first(fused: list[Fused], keyword: SearchResult) -> tuple[list[
     lead = [h.virtual_path for h in keyword.hits[:DEFINITIONS_LEAD] if h.virtual_path in definers]
     by_key = {f.key: f for f in fused}
     head = [by_key[key] for key in lead if key in by_key]
-    rest = [f for f in fused if f.key not in set(lead)]
+    leading = set(lead)
+    rest = [f for f in fused if f.key not in leading]
     floor = rest[0].score if rest else 0.0
     ordered: list[Fused] = []
     for f in head:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..store.llm_cache import LlmCache, cache_key
-from ..text.terms import CJK_CLASS, word_forms
+from ..text.cjk import cjk_count
+from ..text.terms import word_forms
 from ..types import Notice
 
 __all__ = [
@@ -147,12 +148,9 @@ def _normal(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-_CJK = re.compile(f"[{CJK_CLASS}]")
-
-
 def _is_cjk(text: str) -> bool:
     """Mostly Chinese, Japanese or Korean: at least as many CJK characters as other letters."""
-    cjk = len(_CJK.findall(text))
+    cjk = cjk_count(text)
     return cjk > 0 and cjk >= sum(ch.isalpha() for ch in text) - cjk
 
 

@@ -262,7 +262,6 @@ def _defined_in_module(conn: Any, parts: _Parts, term: Term, weights: Sequence[f
         return {}
     sensitive = case_sensitive(term)
     bonuses: dict[int, float] = {}
-    paths: dict[int, list[str]] | None = None
     for cut in range(1, len(pieces)):
         module = [piece.lower() for piece in pieces[:cut]]
         rest = parse_query(".".join(pieces[cut:])).terms
@@ -273,11 +272,10 @@ def _defined_in_module(conn: Any, parts: _Parts, term: Term, weights: Sequence[f
         found = parts.bm25(expression, weights)
         if not found:
             continue
-        if paths is None:
-            paths = {i: _path_pieces(d.path) for i, d in store.documents_by_ids(conn, parts.ids).items()}
         bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(expression))
-        for doc_id in _defining(conn, name, "headings", found, sensitive=sensitive):
-            if _holds_in_order(paths.get(doc_id, []), module):
+        definers = store.documents_by_ids(conn, _defining(conn, name, "headings", found, sensitive=sensitive))
+        for doc_id, doc in definers.items():
+            if _holds_in_order(_path_pieces(doc.path), module):
                 bonuses[doc_id] = max(bonuses.get(doc_id, 0.0), bonus)
     return bonuses
 

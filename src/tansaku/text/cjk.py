@@ -52,6 +52,19 @@ def has_cjk(text: str) -> bool:
     return not text.isascii() and _cjk_char().search(text) is not None
 
 
+def cjk_count(text: str) -> int:
+    """How many Han, kana or Hangul characters ``text`` has."""
+    return 0 if text.isascii() else len(_cjk_char().findall(text))
+
+
+def cjk_runs(text: str) -> tuple[list[str], str]:
+    """The runs of CJK characters in ``text``, and the text with each run replaced by a space."""
+    if not has_cjk(text):
+        return [], text
+    pattern = _cjk_run()
+    return pattern.findall(text), pattern.sub(" ", text)
+
+
 def _bigram_cut(run: str) -> list[str]:
     # Characters interleaved with overlapping bigrams (a, ab, b, bc, c): any substring of a run,
     # cut the same way, is then a contiguous slice of the run's tokens, so phrases still match.
