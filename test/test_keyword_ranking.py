@@ -344,6 +344,21 @@ class UnprocessedParamType:
 #: A dummy parameter type that just does nothing.
 UNPROCESSED = UnprocessedParamType()
 """,
+    "src/click/core.py": """class Option:
+    \"\"\"An option of a command: an Option is made by option(); see Option.option_name.\"\"\"
+
+    def option_name(self) -> str:
+        return "option"
+""",
+    "src/click/ranges.py": """class IntRange:
+    \"\"\"Restricts an int to a range.\"\"\"
+""",
+    "tests/test_ranges.py": """import click
+
+
+def test_int_range():
+"""
+    + "".join(f"    assert click.IntRange({i}, {i + 5}).convert({i}) == {i}\n" for i in range(12)),
     "tools/types.py": "UNPROCESSED = None\n",
     "docs/arguments.rst": """Arguments
 =========
@@ -406,6 +421,16 @@ class TestNamesAsTyped:
         assert ranked(cli, "click.types.UNPROCESSED")[0] == "src/click/types.py"
         # The module must be in the path: tools/types.py defines UNPROCESSED too, outside click.
         assert ranked(cli, "other.UNPROCESSED")[0] != "src/click/types.py"
+
+    def test_inside_its_module_a_name_is_its_qualified_name(self, cli):
+        # ranges.py writes IntRange, never click.IntRange; the test writes click.IntRange twelve
+        # times, and ranked first when only its mentions counted as the dotted name.
+        assert ranked(cli, "click.IntRange")[0] == "src/click/ranges.py"
+
+    def test_a_definition_in_the_case_typed_outranks_one_in_another_case(self, cli):
+        # core.py defines class Option and writes "option" often; decorators.py defines option().
+        assert ranked(cli, "click.option")[0] == "src/click/decorators.py"
+        assert ranked(cli, "click.Option")[0] == "src/click/core.py"
 
     def test_a_name_in_many_headings_but_defined_once_counts_as_rare(self, cli):
         # Every test file has test_option_* headings and writes click.option twice; only

@@ -171,11 +171,13 @@ def rescore(
                 present = None if parts.common(expression) else set(found)
             for doc_id in ids if present is None else present:
                 share[doc_id] = share.get(doc_id, 0.0) + 1.0 / len(term.atoms)
+        phrase: dict[int, float] = {}
         if term.kind == "ident":
-            for doc_id, value in parts.bm25(fts_adjacent(term), weights).items():
+            phrase = parts.bm25(fts_adjacent(term), weights)
+            for doc_id, value in phrase.items():
                 sums[doc_id] += ADJACENCY_WEIGHT * value
         if (short or term == command) and term in names and not term.hyphenated:
-            definers |= _add_definition_bonus(conn, parts, term, weights, sums)
+            definers |= _add_definition_bonus(conn, parts, term, weights, sums, phrase)
         if term in required:
             shares[term] = share
     if not prose and not summed_any:
@@ -218,12 +220,18 @@ def _floor_correction(
 
 
 def _add_definition_bonus(
-    conn: Any, parts: _Parts, term: Term, weights: Sequence[float], sums: dict[int, float]
+    conn: Any,
+    parts: _Parts,
+    term: Term,
+    weights: Sequence[float],
+    sums: dict[int, float],
+    phrase: dict[int, float],
 ) -> set[int]:
     """Defining a name outweighs mentioning it, however long the defining page is (BM25's length
     normalisation alone ranks os.rst.txt, 180 KB, below short pages quoting os.environ), by twice
     the rarer of its IDF in the column and the IDF of the count of documents that define it.
-    Returns the documents that gained it."""
+    ``phrase``: each document's part for the identifier's pieces in order. Returns the documents
+    that gained the bonus."""
     name = fts_adjacent(term) if term.kind == "ident" else fts_term(term)
     column = "options" if term.option else "headings"
     # The title defines what a page is about as its headings do (``package-lock.json``).
@@ -232,14 +240,17 @@ def _add_definition_bonus(
     bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(expression))
     levels = _defining(conn, term, column, found)
     # Where a document defines the name itself (the builtin ``open``), those that define only a
-    # qualified name ending with it (``webbrowser.open``, ``os.open``) count half.
-    exact = EXACT in levels.values()
-    bonuses = {
-        doc_id: bonus if level == EXACT or not exact else bonus / 2 for doc_id, level in levels.items()
-    }
+    # qualified name ending with it (``webbrowser.open``, ``os.open``) count half; so do those
+    # that define it only in another case than the one typed, where another has that case.
+    best = max(levels.values(), default=0)
+    bonuses = {doc_id: bonus if level == best else bonus / 2 for doc_id, level in levels.items()}
     if term.kind == "ident" and not term.option and not term.prefix:
-        for doc_id, in_module in _defined_in_module(conn, parts, term, weights).items():
+        for doc_id, (in_module, tail) in _defined_in_module(conn, parts, term, weights).items():
             bonuses.setdefault(doc_id, in_module)
+            # Inside its module the name is written without the module (``IntRange`` in
+            # src/click/types.py), so its plain mentions there are mentions of the qualified name:
+            # otherwise the tests, which write ``click.IntRange`` thirty times, outscore it.
+            sums[doc_id] += ADJACENCY_WEIGHT * max(0.0, tail - phrase.get(doc_id, 0.0))
     if bonuses:
         # The column's frequency counts every heading with the word (test_option_default,
         # format_option, Option.__init__ for ``option``): a name defined by 3 files but in 60
@@ -252,31 +263,45 @@ def _add_definition_bonus(
     return set(bonuses)
 
 
-def _defined_in_module(conn: Any, parts: _Parts, term: Term, weights: Sequence[float]) -> dict[int, float]:
-    """{document: bonus} for the documents that define a dotted name's last pieces in a file whose
-    path holds its first ones: code names its module by its path, not in the definition
-    (``click.UNPROCESSED`` and ``click.types.UNPROCESSED`` are ``UNPROCESSED`` in
+def _defined_in_module(
+    conn: Any, parts: _Parts, term: Term, weights: Sequence[float]
+) -> dict[int, tuple[float, float]]:
+    """{document: (bonus, the last pieces' part)} for the documents that define a dotted name's
+    last pieces in a file whose path holds its first ones: code names its module by its path, not
+    in the definition (``click.UNPROCESSED`` and ``click.types.UNPROCESSED`` are ``UNPROCESSED`` in
     src/click/types.py)."""
     pieces = (term.cased or term.written).split(".")
     if len(pieces) < 2 or not all(pieces):
         return {}
     sensitive = case_sensitive(term)
-    bonuses: dict[int, float] = {}
+    bonuses: dict[int, tuple[float, float]] = {}
     for cut in range(1, len(pieces)):
         module = [piece.lower() for piece in pieces[:cut]]
         rest = parse_query(".".join(pieces[cut:])).terms
         if len(rest) != 1 or rest[0].kind not in ("ident", "word"):
             continue
         name = rest[0]
-        expression = f"headings : {fts_adjacent(name) if name.kind == 'ident' else fts_term(name)}"
-        found = parts.bm25(expression, weights)
+        written = fts_adjacent(name) if name.kind == "ident" else fts_term(name)
+        found = parts.bm25(f"headings : {written}", weights)
         if not found:
             continue
-        bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(expression))
-        definers = store.documents_by_ids(conn, _defining(conn, name, "headings", found, sensitive=sensitive))
-        for doc_id, doc in definers.items():
-            if _holds_in_order(_path_pieces(doc.path), module):
-                bonuses[doc_id] = max(bonuses.get(doc_id, 0.0), bonus)
+        bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(f"headings : {written}"))
+        levels = _defining(conn, name, "headings", found, sensitive=sensitive)
+        definers = store.documents_by_ids(conn, levels)
+        in_module = {
+            doc_id: levels[doc_id]
+            for doc_id, doc in definers.items()
+            if _holds_in_order(_path_pieces(doc.path), module)
+        }
+        if not in_module:
+            continue
+        mentions = parts.bm25(written, weights)
+        top = max(in_module.values())
+        for doc_id, level in in_module.items():
+            # As in _add_definition_bonus: another case than the one typed counts half.
+            share = bonus if level == top else bonus / 2
+            best = bonuses.get(doc_id, (0.0, 0.0))
+            bonuses[doc_id] = (max(best[0], share), max(best[1], mentions.get(doc_id, 0.0)))
     return bonuses
 
 
@@ -298,7 +323,8 @@ _ROLE = re.compile(r":[\w:]+:`|`")
 
 _SUBJECT_TAILS = (" -", " \u2014", " \u2013", ",", "(", ":")
 # How a defined name matches the query's: itself (or, for a lone word, the subject of a title), or
-# only as the last part of a qualified name (``threading.enumerate`` for ``enumerate``).
+# only as the last part of a qualified name (``threading.enumerate`` for ``enumerate``). _defining's
+# levels are twice that, plus one where the definition has the case the name was typed in.
 EXACT, QUALIFIED = 2, 1
 
 
@@ -329,7 +355,8 @@ def case_sensitive(term: Term) -> bool:
 def _defining(
     conn: Any, term: Term, column: str, ids: Iterable[int], *, sensitive: bool | None = None
 ) -> dict[int, int]:
-    """{document: EXACT or QUALIFIED} for the documents among ``ids`` that define ``term`` itself:
+    """{document: level} for the documents among ``ids`` that define ``term`` itself (2 x EXACT or
+    QUALIFIED, + 1 in the case typed):
     for an identifier, a defined name that is it or ends with it (``os.path.join``,
     ``pathlib.Path.read_text`` for ``Path.read_text``), not one that only has the same tokens
     (``BaseHandler.os_environ``); in the term's case where :func:`case_sensitive` says so."""
@@ -337,7 +364,7 @@ def _defining(
     # A word as typed where that differs from its text (``__slots__`` is not ``PyType_Spec.slots``).
     name = term.written if term.kind == "ident" else (term.cased.lower() or term.text)
     if not name or term.kind not in ("ident", "word"):
-        return dict.fromkeys(ids, EXACT)
+        return dict.fromkeys(ids, 2 * EXACT + 1)
     if sensitive is None:
         sensitive = case_sensitive(term)
     sensitive = sensitive and term.cased.lower() == name
@@ -345,15 +372,20 @@ def _defining(
         name = term.cased
     defined = store.defined_names(conn, ids, column)
     lone_word = term.kind == "word" and column == "headings"
+    # A name typed in one case matches a definition in any case, but one in the case typed is
+    # the likelier meaning (``click.option`` the decorator, not ``class Option``).
+    as_typed = term.cased if not sensitive and term.cased.lower() == name else None
     found = {}
     for doc_id in ids:
-        level = max(
-            (
-                _defines(line, name, lone_word=lone_word, case_sensitive=sensitive)
-                for line in defined.get(doc_id, [])
-            ),
-            default=0,
-        )
+        level = 0
+        for line in defined.get(doc_id, []):
+            matched = _defines(line, name, lone_word=lone_word, case_sensitive=sensitive)
+            if not matched:
+                continue
+            same_case = as_typed is None or bool(
+                _defines(line, as_typed, lone_word=lone_word, case_sensitive=True)
+            )
+            level = max(level, 2 * matched + same_case)
         if level:
             found[doc_id] = level
     return found
