@@ -69,7 +69,10 @@ def percentile(values: list[float], share: float) -> float:
 def clear_cache(index: Path) -> None:
     with sqlite3.connect(index) as conn:
         # The stored prompt state too: the first expansion of a run makes it, the others reuse it.
-        conn.execute("DELETE FROM llm_cache WHERE kind IN ('expand', 'rerank', 'prefix-state')")
+        # So with the reranker's recorded speed: the first query measures it.
+        conn.execute(
+            "DELETE FROM llm_cache WHERE kind IN ('expand', 'rerank', 'prefix-state', 'rerank-speed')"
+        )
 
 
 def stage_times(explain: dict[str, Any]) -> dict[str, dict[str, float]]:

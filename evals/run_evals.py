@@ -159,7 +159,8 @@ def markdown(reports: list[dict], command: str) -> str:
 def forget_rerank_scores(index: Path) -> None:
     """Empty the index's cached rerank scores. Within its budget the reranker scores the
     candidates it has no score for, so a run after earlier runs reranks more of each list and
-    its `query` rows would depend on how often the sets were run before. (Expansions are kept:
+    its `query` rows would depend on how often the sets were run before; so would a recorded
+    speed of the reranker, which sizes its batches. (Expansions are kept:
     greedy decoding makes the same lines either way.)"""
     import sqlite3
 
@@ -167,7 +168,7 @@ def forget_rerank_scores(index: Path) -> None:
         return
     with sqlite3.connect(index) as conn:
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'llm_cache'").fetchone():
-            conn.execute("DELETE FROM llm_cache WHERE kind = 'rerank'")
+            conn.execute("DELETE FROM llm_cache WHERE kind IN ('rerank', 'rerank-speed')")
     conn.close()
 
 

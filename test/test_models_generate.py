@@ -363,6 +363,83 @@ def test_rerank_failure_gives_no_partial_scores(cache: LlmCache) -> None:
     assert [w.code for w in result.warnings] == [rerank_mod.RERANK_FAILED]
 
 
+DISTINCT = [
+    ("a", "To fix a puncture, remove the tyre and patch the inner tube."),
+    ("b", "The stock market closed higher on Friday."),
+    ("c", "A bicycle pump inflates the tyre after the repair."),
+]
+
+
+class RecordingScorer(CountingScorer):
+    def __init__(self, inner: Any = None) -> None:
+        super().__init__(inner)
+        self.texts: list[str] = []
+
+    def score(self, query: str, document: str) -> float:
+        self.texts.append(document)
+        return super().score(query, document)
+
+
+def test_only_the_first_fused_rank_is_beyond_any_rerank_score() -> None:
+    # Rank 1 blends to 0.75 at worst; rank 2 at best to 0.375 + 0.25, rank 11 to 0.4/11 + 0.6.
+    assert rerank_mod.fixed_ranks(40) == {1}
+    assert rerank_mod.fixed_ranks(2) == {1, 2}  # the second cannot pass the first either
+    assert rerank_mod.fixed_ranks(0) == frozenset()
+
+
+@requires_gemma
+def test_rerank_scores_the_first_candidate_last(scorer: Any, cache: LlmCache, monkeypatch) -> None:
+    monkeypatch.setattr(rerank_mod, "_SECONDS_PER_TEXT", {})
+    recording = RecordingScorer(scorer)
+    result = rerank(QUERY, DISTINCT, recording, cache)
+    assert result.available
+    assert recording.texts == [DISTINCT[1][1], DISTINCT[2][1], DISTINCT[0][1]]
+
+
+def test_a_budget_too_short_for_two_passages_scores_none(cache: LlmCache, monkeypatch) -> None:
+    # Measured earlier at 1 s a passage: a 1.5 s budget buys one score, which cannot reorder.
+    monkeypatch.setattr(rerank_mod, "_SECONDS_PER_TEXT", {})
+    now = rerank_mod.time.time()
+    key = rerank_mod.cache_key("no-model")
+    cache.put(rerank_mod.SPEED_KIND, key, {"seconds": 1.0, "at": now})
+    counting = CountingScorer()  # no model: any call would fail
+    result = rerank(QUERY, DISTINCT, counting, cache, budget=1.5)
+    assert counting.calls == 0 and result.scores == [("a", None), ("b", None), ("c", None)]
+    assert [w.code for w in result.warnings] == [rerank_mod.RERANK_PARTIAL]
+    assert "fewer than two passages" in result.warnings[0].message
+    assert "--rerank-budget to 2.0 s or more" in result.warnings[0].message
+
+
+def test_the_known_speed_says_before_any_passage_whether_the_budget_can_reorder(
+    cache: LlmCache, monkeypatch
+) -> None:
+    monkeypatch.setattr(rerank_mod, "_SECONDS_PER_TEXT", {})
+    assert rerank_mod.budget_too_short("m", 0.75, 40, cache) is None  # not measured yet
+    cache.put(
+        rerank_mod.SPEED_KIND, rerank_mod.cache_key("m"), {"seconds": 0.5, "at": rerank_mod.time.time()}
+    )
+    assert rerank_mod.budget_too_short("m", 1.0, 40, cache) is None  # two passages
+    notice = rerank_mod.budget_too_short("m", 0.75, 40, cache)
+    assert notice is not None and notice.code == rerank_mod.RERANK_PARTIAL
+    assert "0 of 40 candidates scored" in notice.message
+    assert rerank_mod.budget_too_short("m", 0.75, 2, cache) is None  # nothing could move anyway
+    assert rerank_mod.budget_too_short("m", None, 40, cache) is None  # no budget
+
+
+@requires_gemma
+def test_a_speed_recorded_long_ago_is_measured_again(scorer: Any, cache: LlmCache, monkeypatch) -> None:
+    monkeypatch.setattr(rerank_mod, "_SECONDS_PER_TEXT", {})
+    long_ago = rerank_mod.time.time() - 2 * rerank_mod.SPEED_TRUSTED_FOR
+    key = rerank_mod.cache_key(scorer.model_sha256)
+    cache.put(rerank_mod.SPEED_KIND, key, {"seconds": 100.0, "at": long_ago})
+    counting = CountingScorer(scorer)
+    rerank(QUERY, DISTINCT, counting, cache, budget=30)
+    assert counting.calls == 3
+    stored = cache.get(rerank_mod.SPEED_KIND, key)
+    assert 0 < stored["seconds"] < 100 and stored["at"] > long_ago
+    assert rerank_mod._SECONDS_PER_TEXT[scorer.model_sha256] == stored["seconds"]
+
+
 @pytest.mark.parametrize(
     ("rank", "score", "expected"),
     [

@@ -47,6 +47,15 @@ def test_a_weak_reranker_cannot_push_the_first_fused_hit_out() -> None:
     assert [p.key for p in placed] == ["top", "second"]  # 0.75 against 0.375 + 0.25
 
 
+def test_the_first_fused_hit_keeps_its_place_unscored() -> None:
+    # The reranker scores rank 1 last; with only ranks 2 and 3 scored, rank 1 still leads, at the
+    # least the blend could give it (0.75), and rank 3 passes rank 2 (0.25 + 0.25 > 0.375 + 0).
+    placed = reorder(["top", "b", "c", "d"], {"b": 0.0, "c": 1.0})
+    assert [p.key for p in placed] == ["top", "c", "b", "d"]
+    assert placed[0].score == pytest.approx(0.75) and placed[0].rerank is None
+    assert all(x.score >= y.score for x, y in itertools.pairwise(placed))
+
+
 def hit(path: str, score: float, terms: tuple[int, int] = (1, 1)) -> Hit:
     return Hit(
         docid="abc123",
@@ -191,6 +200,37 @@ def test_no_rerank_scores_keeps_the_fused_order_with_the_warning() -> None:
     out = run(steps)
     assert [h.virtual_path for h in out.hits] == [h.virtual_path for h in plain.hits]
     assert missing in out.warnings
+
+
+def test_a_budget_too_short_to_reorder_chooses_no_passage_and_says_so() -> None:
+    recorder = Recorder()
+    plain = run(recorder.steps(rerank=False))
+    steps = recorder.steps()
+    too_short = Notice("RERANK_PARTIAL", "the rerank budget (0.75 s) covers fewer than two passages")
+    asked: list[int] = []
+
+    def no_passages(hits, text, intent):
+        raise AssertionError("no passage is needed")
+
+    def room(count: int) -> Notice:
+        asked.append(count)
+        return too_short
+
+    steps = QuerySteps(
+        steps.keyword,
+        steps.vectors,
+        steps.name_lookup,
+        steps.add_snippets,
+        expand=steps.expand,
+        passages=no_passages,
+        rerank=steps.rerank,
+        rerank_room=room,
+    )
+    out = run(steps)
+    assert asked == [len(plain.hits)]
+    assert [h.virtual_path for h in out.hits] == [h.virtual_path for h in plain.hits]
+    assert too_short in out.warnings and out.explain.stages[-1].stage == "rerank"
+    assert any(note.startswith("reranking skipped: the rerank budget") for note in out.explain.notes)
 
 
 def test_min_score_and_limit_apply_after_the_blend() -> None:

@@ -2,9 +2,10 @@
 
 Pure: the fused order and the scores in, the order and scores out. A candidate the reranker
 scored gets ``blend(rrf_rank, score)`` (models/rerank.py): the fused rank weighs 0.75 in the top
-three, 0.60 to ten, 0.40 after, so a weak reranker cannot push a strong hit out. Candidates the
-budget did not reach follow in their fused order, each scored no higher than the one before it,
-so scores still fall down the list.
+three, 0.60 to ten, 0.40 after, so a weak reranker cannot push a strong hit out. A candidate
+whose place no score can change (the first: ``fixed_ranks``) keeps it unscored, at the least the
+blend could give it. Candidates the budget did not reach follow in their fused order, each scored
+no higher than the one before it, so scores still fall down the list.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..models.rerank import blend
+from ..models.rerank import blend, fixed_ranks
 
 
 @dataclass(frozen=True)
@@ -28,9 +29,12 @@ def reorder(fused_keys: Sequence[str], scores: Mapping[str, float | None]) -> li
     """``fused_keys`` best first; ``scores`` the rerank score per key (None or absent: not reached)."""
     scored: list[Placed] = []
     waiting: list[tuple[str, int]] = []
+    fixed = fixed_ranks(len(fused_keys))
     for rank, key in enumerate(fused_keys, start=1):
         score = scores.get(key)
-        if score is None:
+        if score is None and rank in fixed:
+            scored.append(Placed(key, blend(rank, 0.0), rank, None, None))
+        elif score is None:
             waiting.append((key, rank))
         else:
             mixed = blend(rank, score)

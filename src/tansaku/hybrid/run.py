@@ -66,6 +66,9 @@ class QuerySteps:
     passages: Callable[[Sequence[Hit], str, str | None], list[str]] | None = None
     # (rerank query, [(key, passage)]) -> scores; None when reranking is off (--no-rerank).
     rerank: Callable[[str, list[tuple[str, str]]], Reranked] | None = None
+    # (number of candidates) -> a warning when the budget cannot buy a reordering at the
+    # reranker's known speed (then no passage is chosen), else None.
+    rerank_room: Callable[[int], Notice | None] | None = None
 
 
 @dataclass
@@ -213,6 +216,13 @@ def _rerank(
         return _with_note(fused, "reranking off (--no-rerank)"), None
     if not fused.hits:
         return fused, None
+    too_short = steps.rerank_room(len(fused.hits)) if steps.rerank_room is not None else None
+    if too_short is not None:
+        from ..models.rerank import Reranked
+
+        noted = _with_note(fused, f"reranking skipped: {too_short.message}")
+        skipped = Reranked([(hit.virtual_path, None) for hit in fused.hits], [too_short])
+        return replace(noted, warnings=(*fused.warnings, too_short)), skipped
     passages = steps.passages(fused.hits, " ".join(keyword_texts), intent)
     rerank_query = f"{query} ({intent})" if intent else query
     keys = [hit.virtual_path for hit in fused.hits]
@@ -238,6 +248,11 @@ def _rerank(
                 f"rerank: {outcome.reached} of {len(keys)} candidates scored ({outcome.computed} by the"
                 f" model, {outcome.prompt_tokens} prompt tokens, {rate:.0f} tokens/s); blended"
                 " w / rrf_rank + (1 - w) * rerank, w 0.75 for ranks 1-3, 0.60 to 10, 0.40 after",
+                *(
+                    ["the first fused candidate keeps its place whatever its score: it is scored last"]
+                    if placed and placed[0].rrf_rank == 1 and placed[0].rerank is None
+                    else []
+                ),
             ),
         )
     return replace(

@@ -133,6 +133,15 @@ def query_steps(
         seconds = rerank_budget(budget)
         return rerank(query, candidates, scorer, cache, budget=seconds)
 
+    def rerank_room(count: int) -> Notice | None:
+        from ..models.rerank import budget_too_short
+        from ..models.roles import lazy_role_model
+
+        scorer, _ = lazy_role_model("rerank", index.config_path, cache)
+        if scorer is None:
+            return None  # reranking says why
+        return budget_too_short(scorer.model_sha256, rerank_budget(budget), count, cache)
+
     try:
         yield QuerySteps(
             keyword,
@@ -142,6 +151,7 @@ def query_steps(
             expand=expansion if expand else None,
             passages=passages if rerank else None,
             rerank=reranking if rerank else None,
+            rerank_room=rerank_room if rerank else None,
         )
     finally:
         if cache is not None:

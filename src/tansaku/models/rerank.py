@@ -22,6 +22,8 @@ __all__ = [
     "RelevanceScorer",
     "Reranked",
     "blend",
+    "budget_too_short",
+    "fixed_ranks",
     "rerank",
 ]
 
@@ -80,10 +82,12 @@ def rerank(
 ) -> Reranked:
     """A 0..1 relevance score per (id, text) candidate; never raises for a model problem.
 
-    Candidates are scored in the given order (best fused first), a few per model call, for at
-    most ``budget`` seconds of scoring (loading the model is not counted: it happens once per
-    process, and a query whose scores are all cached never loads it): those not reached get None
-    and a RERANK_PARTIAL warning, so the budget always buys the candidates most likely to matter.
+    Candidates are scored in the given order (best fused first; those no score can move, the
+    first, last: ``fixed_ranks``), a few per model call, for at most ``budget`` seconds of scoring
+    (loading the model is not counted: it happens once per process, and a query whose scores are
+    all cached never loads it): those not reached get None and a RERANK_PARTIAL warning, so the
+    budget always buys the candidates most likely to matter. A budget that the model's known speed
+    says covers fewer than two movable candidates buys none: one score cannot reorder them.
     Cached scores cost no time and are used wherever the candidate is. Without a scorer, or
     when scoring fails, every score is None (MODEL_MISSING, RERANK_SKIPPED).
     """
@@ -106,14 +110,22 @@ def rerank(
                 text: float(hits[key]) for text, key in keys.items() if isinstance(hits.get(key), int | float)
             }
         fresh: dict[str, float] = {}
-        waiting = [text for text in keys if text not in known]
+        movable, fixed = _scoring_order(candidates)
+        waiting = [text for text in (*movable, *fixed) if text not in known]
+        per_text = _known_speed(scorer.model_sha256, cache)  # seconds a text, 0 when unknown
+        movable_waiting = sum(text not in known for text in movable)
+        affordable = int(budget / per_text) if budget is not None and per_text else len(waiting)
+        if movable_waiting and len(movable) - movable_waiting + min(affordable, movable_waiting) < 2:
+            # One score among fused ranks cannot reorder them: the scored candidate goes before
+            # the unscored ones only where the blend already had it there.
+            return _too_short(candidates, known, budget or 0.0, per_text)
         deadline = None
         if waiting:
             score_group = _group_scorer(scorer)  # loads a model that loads on first use
             started = time.perf_counter()
             deadline = None if budget is None else started + budget
         position = 0
-        per_text = 0.0  # seconds per text so far: a group starts only if it should end in time
+        measured = 0.0
         while position < len(waiting):
             size = BATCH
             if deadline is not None:
@@ -128,13 +140,15 @@ def rerank(
             for text, score in zip(group, score_group(query, group), strict=True):
                 fresh[text] = min(1.0, max(0.0, float(score)))
             position += len(group)
-            per_text = (time.perf_counter() - started) / position if position else 0.0
+            measured = per_text = (time.perf_counter() - started) / position
             prompt_tokens += int(getattr(scorer, "last_prompt_tokens", 0) or 0)
     except Exception as exc:
         # A model failure costs the reranking only; the fused results are still good results.
         return _unavailable(
             candidates, RERANK_FAILED, f"reranking failed ({exc}): results keep their fused order"
         )
+    if measured:
+        _remember_speed(scorer.model_sha256, measured, cache)
     if cache is not None and fresh:
         cache.put_many(CACHE_KIND, [(keys[text], score) for text, score in fresh.items()])
     known.update(fresh)
@@ -156,6 +170,93 @@ def rerank(
         prompt_tokens=prompt_tokens,
         seconds=time.perf_counter() - started,
     )
+
+
+def _scoring_order(candidates: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """The candidates' texts whose place a score can change, in fused order, and those it cannot
+    (the first: ``fixed_ranks``), scored last so a short budget buys only scores that count."""
+    unmovable = fixed_ranks(len(candidates))
+    movable: dict[str, None] = {}
+    fixed: dict[str, None] = {}
+    for rank, (_, text) in enumerate(candidates, start=1):
+        (fixed if rank in unmovable else movable).setdefault(text, None)
+    return list(movable), [text for text in fixed if text not in movable]
+
+
+def _too_short(
+    candidates: list[tuple[str, str]], known: dict[str, float], budget: float, per_text: float
+) -> Reranked:
+    scored = sum(text in known for _, text in candidates)
+    return Reranked(
+        scores=[(cid, known.get(text)) for cid, text in candidates],
+        warnings=[_too_short_notice(budget, per_text, scored, len(candidates))],
+    )
+
+
+def _too_short_notice(budget: float, per_text: float, scored: int, count: int) -> Notice:
+    speed = f" at this model's {per_text:.2f} s a passage (measured earlier)" if per_text else ""
+    needed = f" to {2 * per_text:.1f} s or more" if per_text else ""
+    return Notice(
+        RERANK_PARTIAL,
+        f"the rerank budget ({budget:g} s) covers fewer than two passages{speed}, and one score"
+        f" cannot change the order: {scored} of {count} candidates scored, the rest keep their"
+        f" fused order (raise --rerank-budget{needed} to rerank)",
+    )
+
+
+def budget_too_short(
+    model_sha256: str, budget: float | None, count: int, cache: LlmCache | None
+) -> Notice | None:
+    """RERANK_PARTIAL when the model's known speed says ``budget`` buys fewer than two scores
+    that could move among ``count`` fused candidates (one cannot reorder them), before any
+    passage is chosen for it; None when it may (or its speed is not known yet)."""
+    per_text = _known_speed(model_sha256, cache)
+    movable = count - len(fixed_ranks(count))
+    if budget is None or not per_text or not movable or min(int(budget / per_text), movable) >= 2:
+        return None
+    return _too_short_notice(budget, per_text, 0, count)
+
+
+# How fast each reranker was, in seconds a passage: what this process measured, else what the
+# index recorded (trusted for SPEED_TRUSTED_FOR seconds: machines and their load change).
+_SECONDS_PER_TEXT: dict[str, float] = {}
+SPEED_KIND = "rerank-speed"
+SPEED_TRUSTED_FOR = 24 * 3600
+
+
+def _known_speed(model_sha256: str, cache: LlmCache | None) -> float:
+    if model_sha256 in _SECONDS_PER_TEXT:
+        return _SECONDS_PER_TEXT[model_sha256]
+    stored = cache.get(SPEED_KIND, cache_key(model_sha256)) if cache is not None else None
+    if isinstance(stored, dict):
+        seconds, at = stored.get("seconds"), stored.get("at")
+        fresh = isinstance(at, int | float) and 0 <= time.time() - at <= SPEED_TRUSTED_FOR
+        if isinstance(seconds, int | float) and seconds > 0 and fresh:
+            return float(seconds)
+    return 0.0
+
+
+def _remember_speed(model_sha256: str, seconds: float, cache: LlmCache | None) -> None:
+    _SECONDS_PER_TEXT[model_sha256] = seconds
+    if cache is not None:
+        cache.put(SPEED_KIND, cache_key(model_sha256), {"seconds": seconds, "at": time.time()})
+
+
+def fixed_ranks(count: int) -> frozenset[int]:
+    """The fused ranks, among ``count`` candidates, whose place no rerank score can change: the
+    least the blend gives the rank is at least the most it gives any rank below it, and its most
+    at most the least of any rank above it (equal blends keep the fused order). Under
+    ``blend_weight`` that is the first alone: 0.75 at worst, against at best 0.625 for the second
+    and 0.636 for the eleventh."""
+    lows = [blend(rank, 0.0) for rank in range(1, count + 1)]
+    highs = [blend(rank, 1.0) for rank in range(1, count + 1)]
+    fixed = set()
+    for i in range(count):
+        below = max(highs[i + 1 :], default=float("-inf"))
+        above = min(lows[:i], default=float("inf"))
+        if lows[i] >= below and highs[i] <= above:
+            fixed.add(i + 1)
+    return frozenset(fixed)
 
 
 def _group_scorer(scorer: RelevanceScorer) -> Callable[[str, list[str]], list[float]]:
