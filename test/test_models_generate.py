@@ -407,7 +407,7 @@ def test_a_budget_too_short_for_two_passages_scores_none(cache: LlmCache, monkey
     assert counting.calls == 0 and result.scores == [("a", None), ("b", None), ("c", None)]
     assert [w.code for w in result.warnings] == [rerank_mod.RERANK_PARTIAL]
     assert "fewer than two passages" in result.warnings[0].message
-    assert "--rerank-budget to 2.0 s or more" in result.warnings[0].message
+    assert "--rerank-budget to 2 s or more" in result.warnings[0].message
 
 
 def test_the_known_speed_says_before_any_passage_whether_the_budget_can_reorder(

@@ -65,8 +65,8 @@ def register(commands: Any) -> None:
         type=_seconds,
         metavar="SECONDS",
         help=f"time the reranker may take (default {DEFAULT_RERANK_BUDGET:g}, or TANSAKU_RERANK_BUDGET);"
-        " candidates it does not"
-        " reach keep their fused order, with RERANK_PARTIAL",
+        " candidates it does not reach keep their fused order, with RERANK_PARTIAL; a budget"
+        " the reranker's measured speed says covers fewer than two passages scores none",
     )
     query.add_argument(
         "--explain",

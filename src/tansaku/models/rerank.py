@@ -195,7 +195,7 @@ def _too_short(
 
 def _too_short_notice(budget: float, per_text: float, scored: int, count: int) -> Notice:
     speed = f" at this model's {per_text:.2f} s a passage (measured earlier)" if per_text else ""
-    needed = f" to {2 * per_text:.1f} s or more" if per_text else ""
+    needed = f" to {2 * per_text:.2g} s or more" if per_text else ""
     return Notice(
         RERANK_PARTIAL,
         f"the rerank budget ({budget:g} s) covers fewer than two passages{speed}, and one score"
