@@ -229,7 +229,7 @@ def test_an_added_line_never_outweighs_its_share_of_the_querys_own_list() -> Non
     # match has all of its own terms (2.0 before its x0.5), but may count for at most half of
     # the query's list: 0.44, not 1.0.
     partial = replace(keyword, hits=tuple(replace(h, matched_terms=2, total_terms=3) for h in keyword.hits))
-    added = result("search", "c.md", "a.md")
+    added = replace(result("search", "c.md", "a.md"), query="q variant")
     out = fuse_retrievals(
         "q",
         [Retrieval("keyword", "keyword", partial), Retrieval("lex 1", "keyword", added, 1.0)],
@@ -264,29 +264,46 @@ def test_a_name_lookup_halves_the_vector_list() -> None:
     assert [h.path for h in out.hits] == ["a.md", "b.md"]
 
 
-def test_an_added_keyword_line_weighs_by_the_share_of_the_querys_terms_it_keeps() -> None:
+def lex_weight(query: str, line: str) -> tuple[float, str]:
     from dataclasses import replace
 
     from tansaku.hybrid.pipeline import Retrieval, fuse_retrievals
 
-    keyword = replace(result("search", "a.md", "b.md"), query="apt 源 配置")
+    keyword = replace(result("search", "a.md", "b.md"), query=query)
+    added = replace(result("search", "c.md", "a.md"), query=line)
+    out = fuse_retrievals(
+        query,
+        [Retrieval("keyword", "keyword", keyword), Retrieval("lex 1", "keyword", added, 1.0)],
+        explain=True,
+    )
+    assert out.explain is not None
+    return out.explain.lists[1].weight, out.explain.lists[1].reason
 
-    def lex_weight(line: str) -> tuple[float, str]:
-        added = replace(result("search", "c.md", "a.md"), query=line)
-        out = fuse_retrievals(
-            "apt 源 配置",
-            [Retrieval("keyword", "keyword", keyword), Retrieval("lex 1", "keyword", added, 1.0)],
-            explain=True,
-        )
-        assert out.explain is not None
-        return out.explain.lists[1].weight, out.explain.lists[1].reason
 
-    # Gemma's "apt 启动命令" keeps one of the three terms: a third of an added line's 1.0.
-    weight, reason = lex_weight("apt 启动命令")
-    assert weight == pytest.approx(1 / 3)
-    assert "keeps 33% of the query's terms" in reason
+def test_an_added_keyword_line_weighs_by_the_share_of_the_querys_terms_it_keeps() -> None:
+    # Two of the three terms: two thirds of an added line's 1.0.
+    weight, reason = lex_weight("apt 源 配置", "apt 源 镜像")
+    assert weight == pytest.approx(2 / 3)
+    assert "keeps 67% of the query's terms" in reason
     # A variant that keeps every term (and adds one) keeps its weight.
-    assert lex_weight("apt 源 配置 sources.list")[0] == pytest.approx(1.0)
+    assert lex_weight("apt 源 配置", "apt 源 配置 sources.list")[0] == pytest.approx(1.0)
+
+
+def test_an_added_keyword_line_that_keeps_under_half_of_the_query_is_left_out() -> None:
+    # Gemma's "apt 启动命令" keeps one of the three terms: another search, not a variant.
+    weight, reason = lex_weight("apt 源 配置", "apt 启动命令")
+    assert weight == 0.0 and "under half: left out" in reason
+
+
+def test_an_added_keyword_line_that_only_adds_asking_words_is_left_out() -> None:
+    # 怎样 for 怎么, "how to" before the query's words: the query searched again.
+    for query, line in (
+        ("怎么更改系统默认的文本编辑器", "怎样更改系统默认的文本编辑器"),
+        ("install npm", "how to install npm"),
+    ):
+        weight, reason = lex_weight(query, line)
+        assert weight == 0.0 and "adds no word the query lacks" in reason
+    assert lex_weight("install npm", "install npm globally")[0] == pytest.approx(1.0)
 
 
 def test_a_defining_first_result_makes_keyword_search_sure_however_close_its_scores() -> None:
@@ -330,9 +347,40 @@ def test_in_a_name_lookup_keyword_searchs_leading_definitions_come_first() -> No
     scores = [h.score for h in out.hits]
     assert scores == sorted(scores, reverse=True)
     assert out.explain is not None and any("definitions first" in n for n in out.explain.notes)
+    assert out.pinned == 2 and plain.pinned == 0  # reranking keeps the two in their places
     # Without a definition first, the fused order stands.
     unsure = hybrid_query("help", replace(keyword, definers=()), vector, name_lookup=True, limit=10)
-    assert [h.path for h in unsure.hits][1] != "functions.md"
+    assert [h.path for h in unsure.hits][1] != "functions.md" and unsure.pinned == 0
+
+
+def test_reranking_keeps_the_leading_definitions_in_place_and_reranks_the_rest() -> None:
+    from dataclasses import replace
+
+    from tansaku.hybrid.run import QuerySteps, _rerank
+    from tansaku.models.rerank import Reranked
+
+    fused = replace(result("query", "def1.md", "def2.md", "c.md", "d.md", "e.md"), pinned=2)
+    sent: list[tuple[list[str], int]] = []
+
+    def reranking(query: str, candidates: list[tuple[str, str]], first_rank: int) -> Reranked:
+        sent.append(([key for key, _ in candidates], first_rank))
+        return Reranked([(key, 1.0 if key.endswith("e.md") else 0.0) for key, _ in candidates])
+
+    steps = QuerySteps(
+        lambda text: fused,
+        lambda texts: None,  # type: ignore[arg-type,return-value]
+        lambda text: True,
+        lambda text, hits: list(hits),
+        passages=lambda hits, text, intent: [h.path for h in hits],
+        rerank=reranking,
+    )
+    out, outcome = _rerank(fused, steps, "help", ["help"], None)
+    # The definitions are not sent to the reranker; the rest is, ranked from 3.
+    assert sent == [(["tansaku://c/c.md", "tansaku://c/d.md", "tansaku://c/e.md"], 3)]
+    # e.md (rank 5, a perfect score: 0.12 + 0.4) passes c.md (rank 3: 0.25) but not the lead.
+    assert [h.path for h in out.hits] == ["def1.md", "def2.md", "e.md", "c.md", "d.md"]
+    scores = [h.score for h in out.hits]
+    assert scores == sorted(scores, reverse=True) and outcome is not None
 
 
 @pytest.mark.usefixtures("indexed")

@@ -116,7 +116,7 @@ class Recorder:
                 hyde=["a passage"],
             )
 
-        def reranking(query: str, candidates: list[tuple[str, str]]) -> Reranked:
+        def reranking(query: str, candidates: list[tuple[str, str]], first_rank: int) -> Reranked:
             self.reranked.append((query, [key for key, _ in candidates]))
             table = scores or {}
             return Reranked([(key, table.get(key)) for key, _ in candidates])
@@ -195,7 +195,7 @@ def test_no_rerank_scores_keeps_the_fused_order_with_the_warning() -> None:
         steps.add_snippets,
         expand=steps.expand,
         passages=steps.passages,
-        rerank=lambda q, c: Reranked([(k, None) for k, _ in c], warnings=[missing]),
+        rerank=lambda q, c, first: Reranked([(k, None) for k, _ in c], warnings=[missing]),
     )
     out = run(steps)
     assert [h.virtual_path for h in out.hits] == [h.virtual_path for h in plain.hits]
@@ -212,7 +212,7 @@ def test_a_budget_too_short_to_reorder_chooses_no_passage_and_says_so() -> None:
     def no_passages(hits, text, intent):
         raise AssertionError("no passage is needed")
 
-    def room(count: int) -> Notice:
+    def room(count: int, first_rank: int) -> Notice:
         asked.append(count)
         return too_short
 

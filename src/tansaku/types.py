@@ -127,6 +127,9 @@ class SearchResult:
     # search: the hits (virtual paths) that define a name of the query; how far `query` may trust
     # the keyword list. Not rendered.
     definers: tuple[str, ...] = ()
+    # query: how many of the first hits are definitions of a looked-up name that lead by rule
+    # (hybrid/pipeline.py); reranking keeps their places. Not rendered.
+    pinned: int = 0
 
 
 @_deferred(frozen=True)

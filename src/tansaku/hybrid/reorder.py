@@ -25,12 +25,15 @@ class Placed:
     blended: float | None
 
 
-def reorder(fused_keys: Sequence[str], scores: Mapping[str, float | None]) -> list[Placed]:
-    """``fused_keys`` best first; ``scores`` the rerank score per key (None or absent: not reached)."""
+def reorder(
+    fused_keys: Sequence[str], scores: Mapping[str, float | None], first_rank: int = 1
+) -> list[Placed]:
+    """``fused_keys`` best first, the first at fused rank ``first_rank``; ``scores`` the rerank
+    score per key (None or absent: not reached)."""
     scored: list[Placed] = []
     waiting: list[tuple[str, int]] = []
-    fixed = fixed_ranks(len(fused_keys))
-    for rank, key in enumerate(fused_keys, start=1):
+    fixed = fixed_ranks(len(fused_keys), first_rank)
+    for rank, key in enumerate(fused_keys, start=first_rank):
         score = scores.get(key)
         if score is None and rank in fixed:
             scored.append(Placed(key, blend(rank, 0.0), rank, None, None))

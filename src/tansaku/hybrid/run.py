@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from ..types import Hit, Notice, SearchResult
 from .document import parse_query_document
 from .pipeline import Retrieval, fuse_retrievals
-from .reorder import reorder
+from .reorder import Placed, reorder
 from .trust import ORIGINAL_WEIGHT, keyword_confidence
 
 if TYPE_CHECKING:
@@ -64,11 +64,12 @@ class QuerySteps:
     expand: Callable[[str, str | None], Expansion] | None = None
     # (hits, keyword text, intent) -> one passage per hit, for the reranker.
     passages: Callable[[Sequence[Hit], str, str | None], list[str]] | None = None
-    # (rerank query, [(key, passage)]) -> scores; None when reranking is off (--no-rerank).
-    rerank: Callable[[str, list[tuple[str, str]]], Reranked] | None = None
-    # (number of candidates) -> a warning when the budget cannot buy a reordering at the
-    # reranker's known speed (then no passage is chosen), else None.
-    rerank_room: Callable[[int], Notice | None] | None = None
+    # (rerank query, [(key, passage)], fused rank of the first) -> scores; None when reranking
+    # is off (--no-rerank).
+    rerank: Callable[[str, list[tuple[str, str]], int], Reranked] | None = None
+    # (number of candidates, fused rank of the first) -> a warning when the budget cannot buy a
+    # reordering at the reranker's known speed (then no passage is chosen), else None.
+    rerank_room: Callable[[int, int], Notice | None] | None = None
 
 
 @dataclass
@@ -216,20 +217,27 @@ def _rerank(
         return _with_note(fused, "reranking off (--no-rerank)"), None
     if not fused.hits:
         return fused, None
-    too_short = steps.rerank_room(len(fused.hits)) if steps.rerank_room is not None else None
+    # The definitions that lead a name lookup by rule keep their places: whether a page defines
+    # the name is what the reranker, reading one passage, cannot see.
+    pinned = min(fused.pinned, len(fused.hits))
+    rest = fused.hits[pinned:]
+    if not rest:
+        return _with_note(fused, "reranking: every result is a definition that leads by rule"), None
+    first_rank = pinned + 1
+    too_short = steps.rerank_room(len(rest), first_rank) if steps.rerank_room is not None else None
     if too_short is not None:
         from ..models.rerank import Reranked
 
         noted = _with_note(fused, f"reranking skipped: {too_short.message}")
-        skipped = Reranked([(hit.virtual_path, None) for hit in fused.hits], [too_short])
+        skipped = Reranked([(hit.virtual_path, None) for hit in rest], [too_short])
         return replace(noted, warnings=(*fused.warnings, too_short)), skipped
-    passages = steps.passages(fused.hits, " ".join(keyword_texts), intent)
+    passages = steps.passages(rest, " ".join(keyword_texts), intent)
     rerank_query = f"{query} ({intent})" if intent else query
-    keys = [hit.virtual_path for hit in fused.hits]
-    outcome = steps.rerank(rerank_query, list(zip(keys, passages, strict=True)))
+    keys = [hit.virtual_path for hit in rest]
+    outcome = steps.rerank(rerank_query, list(zip(keys, passages, strict=True)), first_rank)
     if not any(score is not None for _, score in outcome.scores):
         return replace(fused, warnings=(*fused.warnings, *outcome.warnings)), outcome
-    placed = reorder(keys, dict(outcome.scores))
+    placed = _pinned_first(fused.hits[:pinned], reorder(keys, dict(outcome.scores), first_rank))
     by_key = {hit.virtual_path: hit for hit in fused.hits}
     hits = tuple(replace(by_key[p.key], score=p.score) for p in placed)
     explanation = fused.explain
@@ -249,8 +257,13 @@ def _rerank(
                 f" model, {outcome.prompt_tokens} prompt tokens, {rate:.0f} tokens/s); blended"
                 " w / rrf_rank + (1 - w) * rerank, w 0.75 for ranks 1-3, 0.60 to 10, 0.40 after",
                 *(
+                    [f"the first {pinned} (definitions leading by rule) keep their places, not reranked"]
+                    if pinned
+                    else []
+                ),
+                *(
                     ["the first fused candidate keeps its place whatever its score: it is scored last"]
-                    if placed and placed[0].rrf_rank == 1 and placed[0].rerank is None
+                    if not pinned and placed and placed[0].rrf_rank == 1 and placed[0].rerank is None
                     else []
                 ),
             ),
@@ -262,6 +275,21 @@ def _rerank(
         explain=explanation,
         used="hybrid",
     ), outcome
+
+
+def _pinned_first(lead: Sequence[Hit], placed: list[Placed]) -> list[Placed]:
+    """The pinned hits in their fused order before the reranked rest, each scored at least as the
+    rest's first and at least the least the blend gives its rank, never above the one before."""
+    from ..models.rerank import blend
+
+    floor = placed[0].score if placed else 0.0
+    pinned: list[Placed] = []
+    for rank, hit in enumerate(lead, start=1):
+        score = max(floor, blend(rank, 0.0))
+        if pinned:
+            score = min(score, pinned[-1].score)
+        pinned.append(Placed(hit.virtual_path, score, rank, None, None))
+    return pinned + placed
 
 
 def _with_note(result: SearchResult, note: str) -> SearchResult:

@@ -107,7 +107,7 @@ def query_steps(
         intent_words = intent.split() if intent else []
         return rerank_passages(conn, index.config().collections, hits, terms, intent_words)
 
-    def reranking(query: str, candidates: list[tuple[str, str]]) -> Any:
+    def reranking(query: str, candidates: list[tuple[str, str]], first_rank: int) -> Any:
         from ..models.rerank import Reranked, rerank
         from ..models.roles import ModelLoadError, lazy_role_model
 
@@ -131,16 +131,16 @@ def query_steps(
             skipped = Notice(RERANK_FAILED, why)
             return Reranked(scores=[(key, None) for key, _ in candidates], warnings=[skipped])
         seconds = rerank_budget(budget)
-        return rerank(query, candidates, scorer, cache, budget=seconds)
+        return rerank(query, candidates, scorer, cache, budget=seconds, first_rank=first_rank)
 
-    def rerank_room(count: int) -> Notice | None:
+    def rerank_room(count: int, first_rank: int) -> Notice | None:
         from ..models.rerank import budget_too_short
         from ..models.roles import lazy_role_model
 
         scorer, _ = lazy_role_model("rerank", index.config_path, cache)
         if scorer is None:
             return None  # reranking says why
-        return budget_too_short(scorer.model_sha256, rerank_budget(budget), count, cache)
+        return budget_too_short(scorer.model_sha256, rerank_budget(budget), count, cache, first_rank)
 
     try:
         yield QuerySteps(

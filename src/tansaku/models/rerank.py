@@ -79,8 +79,10 @@ def rerank(
     cache: LlmCache | None,
     *,
     budget: float | None = None,
+    first_rank: int = 1,
 ) -> Reranked:
     """A 0..1 relevance score per (id, text) candidate; never raises for a model problem.
+    ``first_rank``: the fused rank of the first candidate (those above it are not reranked).
 
     Candidates are scored in the given order (best fused first; those no score can move, the
     first, last: ``fixed_ranks``), a few per model call, for at most ``budget`` seconds of scoring
@@ -110,7 +112,7 @@ def rerank(
                 text: float(hits[key]) for text, key in keys.items() if isinstance(hits.get(key), int | float)
             }
         fresh: dict[str, float] = {}
-        movable, fixed = _scoring_order(candidates)
+        movable, fixed = _scoring_order(candidates, first_rank)
         waiting = [text for text in (*movable, *fixed) if text not in known]
         per_text = _known_speed(scorer.model_sha256, cache)  # seconds a text, 0 when unknown
         movable_waiting = sum(text not in known for text in movable)
@@ -172,13 +174,13 @@ def rerank(
     )
 
 
-def _scoring_order(candidates: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+def _scoring_order(candidates: list[tuple[str, str]], first_rank: int = 1) -> tuple[list[str], list[str]]:
     """The candidates' texts whose place a score can change, in fused order, and those it cannot
     (the first: ``fixed_ranks``), scored last so a short budget buys only scores that count."""
-    unmovable = fixed_ranks(len(candidates))
+    unmovable = fixed_ranks(len(candidates), first_rank)
     movable: dict[str, None] = {}
     fixed: dict[str, None] = {}
-    for rank, (_, text) in enumerate(candidates, start=1):
+    for rank, (_, text) in enumerate(candidates, start=first_rank):
         (fixed if rank in unmovable else movable).setdefault(text, None)
     return list(movable), [text for text in fixed if text not in movable]
 
@@ -205,13 +207,13 @@ def _too_short_notice(budget: float, per_text: float, scored: int, count: int) -
 
 
 def budget_too_short(
-    model_sha256: str, budget: float | None, count: int, cache: LlmCache | None
+    model_sha256: str, budget: float | None, count: int, cache: LlmCache | None, first_rank: int = 1
 ) -> Notice | None:
     """RERANK_PARTIAL when the model's known speed says ``budget`` buys fewer than two scores
     that could move among ``count`` fused candidates (one cannot reorder them), before any
     passage is chosen for it; None when it may (or its speed is not known yet)."""
     per_text = _known_speed(model_sha256, cache)
-    movable = count - len(fixed_ranks(count))
+    movable = count - len(fixed_ranks(count, first_rank))
     if budget is None or not per_text or not movable or min(int(budget / per_text), movable) >= 2:
         return None
     return _too_short_notice(budget, per_text, 0, count)
@@ -242,20 +244,21 @@ def _remember_speed(model_sha256: str, seconds: float, cache: LlmCache | None) -
         cache.put(SPEED_KIND, cache_key(model_sha256), {"seconds": seconds, "at": time.time()})
 
 
-def fixed_ranks(count: int) -> frozenset[int]:
-    """The fused ranks, among ``count`` candidates, whose place no rerank score can change: the
-    least the blend gives the rank is at least the most it gives any rank below it, and its most
-    at most the least of any rank above it (equal blends keep the fused order). Under
-    ``blend_weight`` that is the first alone: 0.75 at worst, against at best 0.625 for the second
-    and 0.636 for the eleventh."""
-    lows = [blend(rank, 0.0) for rank in range(1, count + 1)]
-    highs = [blend(rank, 1.0) for rank in range(1, count + 1)]
+def fixed_ranks(count: int, first: int = 1) -> frozenset[int]:
+    """The fused ranks, among ``count`` candidates ranked from ``first``, whose place no rerank
+    score can change: the least the blend gives the rank is at least the most it gives any rank
+    below it, and its most at most the least of any rank above it (equal blends keep the fused
+    order). Under ``blend_weight`` that is the first alone: 0.75 at worst, against at best 0.625
+    for the second and 0.636 for the eleventh."""
+    ranks = range(first, first + count)
+    lows = [blend(rank, 0.0) for rank in ranks]
+    highs = [blend(rank, 1.0) for rank in ranks]
     fixed = set()
-    for i in range(count):
+    for i, rank in enumerate(ranks):
         below = max(highs[i + 1 :], default=float("-inf"))
         above = min(lows[:i], default=float("inf"))
         if lows[i] >= below and highs[i] <= above:
-            fixed.add(i + 1)
+            fixed.add(rank)
     return frozenset(fixed)
 
 
