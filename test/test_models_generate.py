@@ -437,7 +437,7 @@ def test_a_speed_recorded_long_ago_is_measured_again(scorer: Any, cache: LlmCach
     assert counting.calls == 3
     stored = cache.get(rerank_mod.SPEED_KIND, key)
     assert 0 < stored["seconds"] < 100 and stored["at"] > long_ago
-    assert rerank_mod._SECONDS_PER_TEXT[scorer.model_sha256] == stored["seconds"]
+    assert rerank_mod._SECONDS_PER_TEXT[scorer.model_sha256][0] == stored["seconds"]
 
 
 @pytest.mark.parametrize(

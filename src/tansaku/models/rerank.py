@@ -219,29 +219,33 @@ def budget_too_short(
     return _too_short_notice(budget, per_text, 0, count)
 
 
-# How fast each reranker was, in seconds a passage: what this process measured, else what the
-# index recorded (trusted for SPEED_TRUSTED_FOR seconds: machines and their load change).
-_SECONDS_PER_TEXT: dict[str, float] = {}
+# How fast each reranker was, in seconds a passage, and when that was measured (time.time()):
+# what this process measured, else what the index recorded. A speed is trusted for
+# SPEED_TRUSTED_FOR seconds, then measured again: a skip decided on one slow measurement (a busy
+# machine) would otherwise never be revisited, since a skipped query measures nothing.
+_SECONDS_PER_TEXT: dict[str, tuple[float, float]] = {}
 SPEED_KIND = "rerank-speed"
-SPEED_TRUSTED_FOR = 24 * 3600
+SPEED_TRUSTED_FOR = 600
 
 
 def _known_speed(model_sha256: str, cache: LlmCache | None) -> float:
-    if model_sha256 in _SECONDS_PER_TEXT:
-        return _SECONDS_PER_TEXT[model_sha256]
-    stored = cache.get(SPEED_KIND, cache_key(model_sha256)) if cache is not None else None
-    if isinstance(stored, dict):
-        seconds, at = stored.get("seconds"), stored.get("at")
-        fresh = isinstance(at, int | float) and 0 <= time.time() - at <= SPEED_TRUSTED_FOR
-        if isinstance(seconds, int | float) and seconds > 0 and fresh:
-            return float(seconds)
-    return 0.0
+    known = _SECONDS_PER_TEXT.get(model_sha256)
+    if known is None and cache is not None:
+        stored = cache.get(SPEED_KIND, cache_key(model_sha256))
+        if isinstance(stored, dict):
+            seconds, at = stored.get("seconds"), stored.get("at")
+            if isinstance(seconds, int | float) and isinstance(at, int | float) and seconds > 0:
+                known = (float(seconds), float(at))
+    if known is None or not 0 <= time.time() - known[1] <= SPEED_TRUSTED_FOR:
+        return 0.0
+    return known[0]
 
 
 def _remember_speed(model_sha256: str, seconds: float, cache: LlmCache | None) -> None:
-    _SECONDS_PER_TEXT[model_sha256] = seconds
+    now = time.time()
+    _SECONDS_PER_TEXT[model_sha256] = (seconds, now)
     if cache is not None:
-        cache.put(SPEED_KIND, cache_key(model_sha256), {"seconds": seconds, "at": time.time()})
+        cache.put(SPEED_KIND, cache_key(model_sha256), {"seconds": seconds, "at": now})
 
 
 def fixed_ranks(count: int, first: int = 1) -> frozenset[int]:
