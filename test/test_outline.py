@@ -36,6 +36,20 @@ def test_sphinx_names_are_qualified_by_module_and_class() -> None:
     assert defined.options.splitlines() == ["X", "check-hash-based-pycs"]
 
 
+def test_a_c_function_pointer_type_defines_its_name_not_its_return_type() -> None:
+    text = """.. c:type:: int (*visitproc)(PyObject *object, void *arg)
+
+.. c:type:: PyObject *(*reprfunc)(PyObject *)
+
+.. c:function:: int Py_Main(int argc, wchar_t **argv)
+"""
+    assert outline(text, "c-api/gcsupport.rst.txt").headings.splitlines() == [
+        "visitproc",
+        "reprfunc",
+        "Py_Main",
+    ]
+
+
 def test_markdown_headings_and_flag_headings() -> None:
     text = "# npm config\n\n#### `save-exact`\n\nSave exact versions.\n\n### `--legacy-peer-deps`\n\n- item\n"
     defined = outline(text, "using-npm/config.md")

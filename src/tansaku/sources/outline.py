@@ -59,8 +59,16 @@ def _suffix(rel_path: str) -> str:
     return "." + name.rsplit(".", 1)[-1] if "." in name else ""
 
 
+# A C function pointer type: "int (*visitproc)(PyObject *object, void *arg)" names visitproc.
+_POINTER_NAME = re.compile(r"[^(]*\(\s*\*\s*([A-Za-z_]\w*)\s*\)\s*\(")
+
+
 def _defined_name(argument: str) -> str:
-    """``join(path, *paths)`` -> ``join``; ``PyObject* PyArg_ParseTuple(...)`` -> ``PyArg_ParseTuple``."""
+    """``join(path, *paths)`` -> ``join``; ``PyObject* PyArg_ParseTuple(...)`` -> ``PyArg_ParseTuple``;
+    ``int (*visitproc)(PyObject *, void *)`` -> ``visitproc`` (not its return type)."""
+    pointer = _POINTER_NAME.match(argument)
+    if pointer:
+        return pointer.group(1)
     head = argument.split("(", 1)[0].strip()
     words = head.replace("*", " ").split()
     return words[-1] if words else ""
