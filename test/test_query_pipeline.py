@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -188,15 +189,7 @@ def test_no_rerank_scores_keeps_the_fused_order_with_the_warning() -> None:
     plain = run(recorder.steps(rerank=False))
     steps = recorder.steps()
     missing = Notice("MODEL_MISSING", "no rerank model")
-    steps = QuerySteps(
-        steps.keyword,
-        steps.vectors,
-        steps.name_lookup,
-        steps.add_snippets,
-        expand=steps.expand,
-        passages=steps.passages,
-        rerank=lambda q, c, first: Reranked([(k, None) for k, _ in c], warnings=[missing]),
-    )
+    steps = replace(steps, rerank=lambda q, c, first: Reranked([(k, None) for k, _ in c], warnings=[missing]))
     out = run(steps)
     assert [h.virtual_path for h in out.hits] == [h.virtual_path for h in plain.hits]
     assert missing in out.warnings
@@ -216,16 +209,7 @@ def test_a_budget_too_short_to_reorder_chooses_no_passage_and_says_so() -> None:
         asked.append(count)
         return too_short
 
-    steps = QuerySteps(
-        steps.keyword,
-        steps.vectors,
-        steps.name_lookup,
-        steps.add_snippets,
-        expand=steps.expand,
-        passages=no_passages,
-        rerank=steps.rerank,
-        rerank_room=room,
-    )
+    steps = replace(steps, passages=no_passages, rerank_room=room)
     out = run(steps)
     assert asked == [len(plain.hits)]
     assert [h.virtual_path for h in out.hits] == [h.virtual_path for h in plain.hits]
@@ -448,7 +432,6 @@ def test_query_aggregates_transcripts_to_the_level_asked(cli, model: Path) -> No
 
 def test_explain_times_the_searches_of_the_lines_as_retrieval() -> None:
     import time
-    from dataclasses import replace
 
     recorder = Recorder()
     steps = recorder.steps(rerank=False)
