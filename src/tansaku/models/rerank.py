@@ -229,16 +229,20 @@ SPEED_TRUSTED_FOR = 600
 
 
 def _known_speed(model_sha256: str, cache: LlmCache | None) -> float:
-    known = _SECONDS_PER_TEXT.get(model_sha256)
-    if known is None and cache is not None:
-        stored = cache.get(SPEED_KIND, cache_key(model_sha256))
-        if isinstance(stored, dict):
-            seconds, at = stored.get("seconds"), stored.get("at")
-            if isinstance(seconds, int | float) and isinstance(at, int | float) and seconds > 0:
-                known = (float(seconds), float(at))
-    if known is None or not 0 <= time.time() - known[1] <= SPEED_TRUSTED_FOR:
-        return 0.0
-    return known[0]
+    """Seconds a passage, 0 when not measured in the last SPEED_TRUSTED_FOR seconds."""
+    for known in (_SECONDS_PER_TEXT.get(model_sha256), _stored_speed(model_sha256, cache)):
+        if known is not None and 0 <= time.time() - known[1] <= SPEED_TRUSTED_FOR:
+            return known[0]
+    return 0.0
+
+
+def _stored_speed(model_sha256: str, cache: LlmCache | None) -> tuple[float, float] | None:
+    stored = cache.get(SPEED_KIND, cache_key(model_sha256)) if cache is not None else None
+    if isinstance(stored, dict):
+        seconds, at = stored.get("seconds"), stored.get("at")
+        if isinstance(seconds, int | float) and isinstance(at, int | float) and seconds > 0:
+            return float(seconds), float(at)
+    return None
 
 
 def _remember_speed(model_sha256: str, seconds: float, cache: LlmCache | None) -> None:
