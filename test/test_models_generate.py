@@ -424,6 +424,9 @@ def test_the_known_speed_says_before_any_passage_whether_the_budget_can_reorder(
     assert "0 of 40 candidates scored" in notice.message
     assert rerank_mod.budget_too_short("m", 0.75, 2, cache) is None  # nothing could move anyway
     assert rerank_mod.budget_too_short("m", None, 40, cache) is None  # no budget
+    # A stale figure of this process gives way to the index's newer one (another process's).
+    rerank_mod._SECONDS_PER_TEXT["m"] = (0.1, rerank_mod.time.time() - 2 * rerank_mod.SPEED_TRUSTED_FOR)
+    assert rerank_mod.budget_too_short("m", 0.75, 40, cache) is not None  # 0.5 s a passage
 
 
 @requires_gemma
