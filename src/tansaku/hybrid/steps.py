@@ -8,6 +8,7 @@ facade stays the only way in and this package below it). Models load only when t
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -107,11 +108,18 @@ def query_steps(
         intent_words = intent.split() if intent else []
         return rerank_passages(conn, index.config().collections, hits, terms, intent_words)
 
+    @functools.cache
+    def rerank_model() -> tuple[Any, Notice | None]:
+        # Asked twice a query (rerank_room, then reranking): the config, the file's hash, once.
+        from ..models.roles import lazy_role_model
+
+        return lazy_role_model("rerank", index.config_path, cache)
+
     def reranking(query: str, candidates: list[tuple[str, str]], first_rank: int) -> Any:
         from ..models.rerank import Reranked, rerank
-        from ..models.roles import ModelLoadError, lazy_role_model
+        from ..models.roles import ModelLoadError
 
-        scorer, missing = lazy_role_model("rerank", index.config_path, cache)
+        scorer, missing = rerank_model()
         if scorer is None:
             return Reranked(scores=[(key, None) for key, _ in candidates], warnings=[missing])
         try:
@@ -135,9 +143,8 @@ def query_steps(
 
     def rerank_room(count: int, first_rank: int) -> Notice | None:
         from ..models.rerank import budget_too_short
-        from ..models.roles import lazy_role_model
 
-        scorer, _ = lazy_role_model("rerank", index.config_path, cache)
+        scorer, _ = rerank_model()
         if scorer is None:
             return None  # reranking says why
         return budget_too_short(scorer.model_sha256, rerank_budget(budget), count, cache, first_rank)

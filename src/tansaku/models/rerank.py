@@ -116,10 +116,7 @@ def rerank(
         waiting = [text for text in (*movable, *fixed) if text not in known]
         per_text = _known_speed(scorer.model_sha256, cache)  # seconds a text, 0 when unknown
         movable_waiting = sum(text not in known for text in movable)
-        affordable = int(budget / per_text) if budget is not None and per_text else len(waiting)
-        if movable_waiting and len(movable) - movable_waiting + min(affordable, movable_waiting) < 2:
-            # One score among fused ranks cannot reorder them: the scored candidate goes before
-            # the unscored ones only where the blend already had it there.
+        if not _can_reorder(budget, per_text, movable_waiting, len(movable) - movable_waiting):
             return _too_short(candidates, known, budget or 0.0, per_text)
         deadline = None
         if waiting:
@@ -214,9 +211,19 @@ def budget_too_short(
     passage is chosen for it; None when it may (or its speed is not known yet)."""
     per_text = _known_speed(model_sha256, cache)
     movable = count - len(fixed_ranks(count, first_rank))
-    if budget is None or not per_text or not movable or min(int(budget / per_text), movable) >= 2:
+    if budget is None or not per_text or _can_reorder(budget, per_text, movable):
         return None
     return _too_short_notice(budget, per_text, 0, count)
+
+
+def _can_reorder(budget: float | None, per_text: float, waiting: int, scored: int = 0) -> bool:
+    """Whether scoring what ``budget`` affords of ``waiting`` movable candidates, at ``per_text``
+    seconds each (0: not known yet, so all of them), gives two or more scores with the ``scored``
+    ones:
+    one score among fused ranks cannot reorder them (the scored candidate goes before the
+    unscored ones only where the blend already had it there). Nothing waiting: nothing to skip."""
+    affordable = waiting if budget is None or not per_text else int(budget / per_text)
+    return not waiting or scored + min(affordable, waiting) >= 2
 
 
 # How fast each reranker was, in seconds a passage, and when that was measured (time.time()):

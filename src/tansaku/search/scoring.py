@@ -238,12 +238,7 @@ def _add_definition_bonus(
     expression = f"{{{'options' if term.option else 'title headings'}}} : {name}"
     found = parts.bm25(expression, weights)
     bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(expression))
-    levels = _defining(conn, term, column, found)
-    # Where a document defines the name itself (the builtin ``open``), those that define only a
-    # qualified name ending with it (``webbrowser.open``, ``os.open``) count half; so do those
-    # that define it only in another case than the one typed, where another has that case.
-    best = max(levels.values(), default=0)
-    bonuses = {doc_id: bonus if level == best else bonus / 2 for doc_id, level in levels.items()}
+    bonuses = _by_level(_defining(conn, term, column, found), bonus)
     if term.kind == "ident" and not term.option and not term.prefix:
         for doc_id, (in_module, tail) in _defined_in_module(conn, parts, term, weights).items():
             bonuses.setdefault(doc_id, in_module)
@@ -282,10 +277,11 @@ def _defined_in_module(
             continue
         name = rest[0]
         written = fts_adjacent(name) if name.kind == "ident" else fts_term(name)
-        found = parts.bm25(f"headings : {written}", weights)
+        expression = f"headings : {written}"
+        found = parts.bm25(expression, weights)
         if not found:
             continue
-        bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(f"headings : {written}"))
+        bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(expression))
         levels = _defining(conn, name, "headings", found, sensitive=sensitive)
         definers = store.documents_by_ids(conn, levels)
         in_module = {
@@ -296,13 +292,19 @@ def _defined_in_module(
         if not in_module:
             continue
         mentions = parts.bm25(written, weights)
-        top = max(in_module.values())
-        for doc_id, level in in_module.items():
-            # As in _add_definition_bonus: another case than the one typed counts half.
-            share = bonus if level == top else bonus / 2
+        for doc_id, share in _by_level(in_module, bonus).items():
             best = bonuses.get(doc_id, (0.0, 0.0))
             bonuses[doc_id] = (max(best[0], share), max(best[1], mentions.get(doc_id, 0.0)))
     return bonuses
+
+
+def _by_level(levels: dict[int, int], bonus: float) -> dict[int, float]:
+    """{document: its bonus}: in full at the best level ``_defining`` found, half below it. Where
+    a document defines the name itself (the builtin ``open``), those that define only a qualified
+    name ending with it (``webbrowser.open``) count half; so do those that define it only in
+    another case than the one typed, where another has that case."""
+    best = max(levels.values(), default=0)
+    return {doc_id: bonus if level == best else bonus / 2 for doc_id, level in levels.items()}
 
 
 def _path_pieces(path: str) -> list[str]:
