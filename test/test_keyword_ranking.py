@@ -113,6 +113,18 @@ DESCRIPTION
        --preserve-root
               do not remove '/' (default)
 """,
+    "man1/cut.1.txt": """CUT(1)                           User Commands                          CUT(1)
+
+NAME
+       cut - remove sections from each line of files
+
+OPTIONS
+       -d, --delimiter=DELIM
+              use DELIM instead of TAB for field delimiter
+
+       -f, --fields=LIST
+              select only these fields
+""",
     "notes/laptop.md": "# Restore on the laptop\n\nHow to restore a file from the laptop backup.\n",
     "notes/server.md": "# Restore on the server\n\nHow to restore the nightly backup on the server.\n",
     "notes/du-usage.md": "# Disk usage notes\n\nWe ran du on the server and the summary was short.\n",
@@ -193,6 +205,10 @@ class TestOptions:
 
     def test_grouped_short_options_are_searched_as_letters(self, cli):
         assert ranked(cli, "du", "-sh")[0] == "man1/du.1.txt"
+
+    def test_an_option_with_its_value_attached_is_searched(self, cli):
+        # Typed as on the command line: -d: and -f1 are -d and -f, not exclusions of d and f1.
+        assert ranked(cli, "cut", "-d:", "-f1")[0] == "man1/cut.1.txt"
 
     def test_other_dash_words_still_exclude(self, cli):
         paths = ranked(cli, "restore", "-laptop")

@@ -86,6 +86,14 @@ def N(text: str) -> Term:
             ],
         ),
         ("--omit=dev", [Term("omit dev", "ident", parts=("omit", "dev"), option=True)]),
+        # A letter with its value attached is that option, never an exclusion of "f1" or "d".
+        (
+            "cut -d: -f1",
+            [W("cut"), Term("d", "word", option=True), Term("f", "word", option=True)],
+        ),
+        ("sort -k2,2n", [W("sort"), Term("k", "word", option=True)]),
+        ("sed -i.bak", [W("sed"), Term("i", "word", option=True)]),
+        ("head -20", [W("head"), Term("20", "word", option=True)]),
         ("-foo.bar", [I("foo bar", True)]),
         ("- lonely dash", [W("lonely"), W("dash")]),
         ("ab* c", [X("ab"), W("c")]),
@@ -160,7 +168,9 @@ def test_unknown_mode_is_rejected() -> None:
 
 
 def test_many_negatives_stay_within_fts5_depth_limit(db: sqlite3.Connection) -> None:
-    query = "run " + " ".join(f"-x{i}" for i in range(400))
+    # Letters only: a dash before a letter and a digit is an option with its value (-f1).
+    words = ("x" + "".join("abcdefghij"[int(d)] for d in str(i)) for i in range(400))
+    query = "run " + " ".join(f"-{word}" for word in words)
     assert search(db, query) == {"a.md"}
 
 

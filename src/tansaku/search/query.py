@@ -38,6 +38,10 @@ _CONTRACTION = re.compile(r"['’](?:s|t|re|ll|ve|d|m)$")
 _NAME_EDGES = re.compile(r"^[^\w]+|[^\w]+$")
 # What may be an option name after one dash (``-mtime``, ``-sh``): ASCII letters and digits.
 _OPTION_NAME = re.compile(r"[A-Za-z0-9]+")
+# A one-letter option with its value attached, as people type them (``cut -d: -f1``,
+# ``sort -k2,2n``, ``head -n5``, ``sed -i.bak``): the option is the letter, the value is not
+# searched. Letters after the first (``-mtime``, ``-sh``) are left to resolve_options.
+_OPTION_WITH_VALUE = re.compile(r"([A-Za-z])[^A-Za-z*\s]\S*")
 _HYPHENATED = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
 # FTS5 reads NUL as the end of the expression ("unterminated string"), and lone surrogates (from
 # undecodable command-line bytes) cannot be encoded for SQLite at all.
@@ -166,15 +170,19 @@ def _dash_meaning(word: str) -> tuple[str, bool, bool]:
     """(the word without its dashes, negated?, written as an option?) for a word.
 
     ``--flag`` and ``-x`` (one character: ``ls -l``, ``kill -9``) name command-line options and
-    are searched for. ``-word`` excludes the word, unless the index knows it as an option name
-    (``find -mtime``): :func:`resolve_options` decides that, with the index at hand.
+    are searched for, as are a number (``head -20``) and a letter with its value attached
+    (``-f1``, ``-d:``: the letter). ``-word`` excludes the word, unless the index knows it as an
+    option name (``find -mtime``): :func:`resolve_options` decides that, with the index at hand.
     """
     if word.startswith("--"):
         return word.lstrip("-"), False, True
     if word.startswith("-"):
         rest = word[1:]
-        if len(rest.rstrip("*")) == 1:
+        if len(rest.rstrip("*")) == 1 or rest.isdigit():
             return rest, False, True
+        valued = _OPTION_WITH_VALUE.fullmatch(rest)
+        if valued is not None:
+            return valued.group(1), False, True
         return rest, True, _OPTION_NAME.fullmatch(rest) is not None
     return word, False, False
 
