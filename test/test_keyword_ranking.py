@@ -478,6 +478,43 @@ class TestNamesAsTyped:
         assert ranked(cli, "PROGRESSBAR")[0] == "library/termui.rst.txt"
 
 
+# npm repeats each setting's section in every command page it affects; config.md has them all.
+SHARED_SECTION = """#### `ignore-scripts`
+
+* Default: false
+* Type: Boolean
+
+If true, npm does not run scripts specified in package.json files.
+"""
+SETTINGS = ("audit", "cache", "color", "depth", "dry-run", "global", "loglevel", "omit", "prefix", "save")
+SHARED_DOCS = {
+    "using-npm/config.md": "# config\n\nMore than one way to configure npm.\n\n"
+    + "".join(
+        f"#### `{key}`\n\n* Default: null\n\nThe {key} setting, described at some length, as every"
+        " setting npm has is on this page.\n\n"
+        for key in SETTINGS
+    )
+    + SHARED_SECTION,
+    **{
+        f"commands/npm-{command}.md": f"# npm-{command}\n\nRun the {command} script.\n\n## Configuration\n\n"
+        + SHARED_SECTION
+        for command in ("test", "start", "stop")
+    },
+}
+
+
+@pytest.fixture
+def shared_corpus(tmp_path: Path, cli) -> Path:
+    return add_collection(cli, tmp_path / "npm", SHARED_DOCS, "npm", "**/*.md")
+
+
+@pytest.mark.usefixtures("shared_corpus")
+class TestSharedDefinitions:
+    def test_a_definition_copied_into_several_pages_ranks_the_page_they_copy_first(self, cli):
+        # BM25's length normalisation alone gives the name to the shortest copy.
+        assert ranked(cli, "ignore-scripts")[0] == "using-npm/config.md"
+
+
 @pytest.mark.usefixtures("corpus")
 class TestLongQueries:
     def test_a_pasted_error_message_does_not_need_every_word(self, cli):

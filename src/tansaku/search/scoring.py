@@ -28,6 +28,12 @@ IDF_FLOOR = 0.05
 # What a document that defines a name (a heading or definition, an option list entry) gains, in
 # units of the name's IDF there.
 DEFINES_BONUS = 2.0
+# When this many documents define a name alike, the definition is a copy in most of them (npm
+# repeats each config key's section, `#### ignore-scripts`, in every command page it affects), and
+# the page that defines the most names among them is where the copies come from (using-npm/
+# config.md): it gains the bonus once more. Otherwise BM25's length normalisation hands the name to
+# the shortest copy.
+SHARED_DEFINITION = 3
 # A term in more than this share of the documents and more than COMMON_MATCHES of them is common:
 # its parts (at the IDF floor, tiny) are not read, and it is assumed present in every candidate
 # (reading it costs 0.1-0.3 s per word at 100,000 documents). Below COMMON_MATCHES the pass is
@@ -176,7 +182,9 @@ def rescore(
             phrase = parts.bm25(fts_adjacent(term), weights)
             for doc_id, value in phrase.items():
                 sums[doc_id] += ADJACENCY_WEIGHT * value
-        if (short or term == command) and term in names and not term.hyphenated:
+        # A hyphenated option (--preserve-root) is listed by every command that takes it, rm(1)
+        # and chown(1) alike: where it is defined says little. A hyphenated name is defined once.
+        if (short or term == command) and term in names and not (term.hyphenated and term.option):
             definers |= _add_definition_bonus(conn, parts, term, weights, sums, phrase)
         if term in required:
             shares[term] = share
@@ -238,7 +246,8 @@ def _add_definition_bonus(
     expression = f"{{{'options' if term.option else 'title headings'}}} : {name}"
     found = parts.bm25(expression, weights)
     bonus = DEFINES_BONUS * term_idf(parts.n_docs, parts.df(expression))
-    bonuses = _by_level(_defining(conn, term, column, found), bonus)
+    defined = store.defined_names(conn, list(found), column)
+    bonuses = _by_level(_defining(conn, term, column, found, defined=defined), bonus)
     if term.kind == "ident" and not term.option and not term.prefix:
         for doc_id, (in_module, tail) in _defined_in_module(conn, parts, term, weights).items():
             bonuses.setdefault(doc_id, in_module)
@@ -253,9 +262,26 @@ def _add_definition_bonus(
         top = max(bonuses.values())
         rare = DEFINES_BONUS * term_idf(parts.n_docs, sum(value == top for value in bonuses.values()))
         bonuses = {doc_id: value * max(1.0, rare / top) for doc_id, value in bonuses.items()}
+        if column == "headings":
+            # Options are not copies: -b in python(1), compileall(1) and unittest(1) is three options.
+            bonuses = _to_the_source(bonuses, defined)
     for doc_id, value in bonuses.items():
         sums[doc_id] += value
     return set(bonuses)
+
+
+def _to_the_source(bonuses: dict[int, float], defined: Mapping[int, Sequence[str]]) -> dict[int, float]:
+    """``bonuses`` with the best one once more for the document that defines the most names among
+    those that share the best bonus, when at least SHARED_DEFINITION do (see there)."""
+    top = max(bonuses.values())
+    shared = [doc_id for doc_id, value in bonuses.items() if value == top]
+    if len(shared) < SHARED_DEFINITION:
+        return bonuses
+    most = max(len(defined.get(doc_id, ())) for doc_id in shared)
+    return {
+        doc_id: value + top if value == top and len(defined.get(doc_id, ())) == most else value
+        for doc_id, value in bonuses.items()
+    }
 
 
 def _defined_in_module(
@@ -355,7 +381,13 @@ def case_sensitive(term: Term) -> bool:
 
 
 def _defining(
-    conn: Any, term: Term, column: str, ids: Iterable[int], *, sensitive: bool | None = None
+    conn: Any,
+    term: Term,
+    column: str,
+    ids: Iterable[int],
+    *,
+    sensitive: bool | None = None,
+    defined: Mapping[int, Sequence[str]] | None = None,
 ) -> dict[int, int]:
     """{document: level} for the documents among ``ids`` that define ``term`` itself (2 x EXACT or
     QUALIFIED, + 1 in the case typed):
@@ -372,7 +404,8 @@ def _defining(
     sensitive = sensitive and term.cased.lower() == name
     if sensitive:
         name = term.cased
-    defined = store.defined_names(conn, ids, column)
+    if defined is None:
+        defined = store.defined_names(conn, ids, column)
     lone_word = term.kind == "word" and column == "headings"
     # A name typed in one case matches a definition in any case, but one in the case typed is
     # the likelier meaning (``click.option`` the decorator, not ``class Option``).
