@@ -124,8 +124,9 @@ def markdown(reports: list[dict], command: str) -> str:
         "The `*-blind-v1` sets (man-pages, py-src, npm-docs, python-docs; 100 queries) were",
         "written later still, without running tansaku or these scripts, and judged by opening the",
         "files. Two changes were made after seeing them: options typed with their values",
-        "(`cut -d: -f1`, manb-025), and copied definitions (`install-links`, npmb-005: the failure",
-        "npm-ids-v1 had shown with `ignore-scripts`). Their other queries did not move.",
+        "(`cut -d: -f1`, manb-025), and copied definitions (`install-links`, npmb-005, and",
+        "`install-strategy`, npmb-003: the failure npm-ids-v1 had shown with `ignore-scripts`).",
+        "No other blind query moved with them.",
         "",
         *summary(reports),
     ]
