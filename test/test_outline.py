@@ -50,6 +50,19 @@ def test_a_c_function_pointer_type_defines_its_name_not_its_return_type() -> Non
     ]
 
 
+def test_awaitable_functions_and_methods_define_their_names() -> None:
+    text = """.. currentmodule:: asyncio
+
+.. awaitablefunction:: gather(*aws, return_exceptions=False)
+
+.. awaitablemethod:: loop.run_in_executor(executor, func, *args)
+"""
+    assert outline(text, "library/asyncio-task.rst.txt").headings.splitlines() == [
+        "asyncio.gather",
+        "asyncio.loop.run_in_executor",
+    ]
+
+
 def test_markdown_headings_and_flag_headings() -> None:
     text = "# npm config\n\n#### `save-exact`\n\nSave exact versions.\n\n### `--legacy-peer-deps`\n\n- item\n"
     defined = outline(text, "using-npm/config.md")

@@ -28,8 +28,9 @@ _ATX = re.compile(r"\n[ ]{0,3}#{1,6}[ \t]+([^\n]+?)[ \t#]*(?=\n)")
 _ADORNMENT = re.compile(r"\n([=\-~^\"'`*+#:.])\1{2,}[ \t]*(?=\n)")
 _DIRECTIVE = re.compile(
     r"\n([ \t]*)\.\.[ \t]+(?:[a-z]+:)?(function|method|class|module|currentmodule|data|attribute"
-    r"|exception|envvar|describe|decorator|decoratormethod|classmethod|staticmethod|abstractmethod|coroutinefunction"
-    r"|coroutinemethod|opcode|macro|type|member|var|struct|pdbcommand|property|object|fixer"
+    r"|exception|envvar|describe|decorator|decoratormethod|classmethod|staticmethod|abstractmethod"
+    r"|coroutinefunction|coroutinemethod|awaitablefunction|awaitablemethod|opcode|macro|type|member|var"
+    r"|struct|pdbcommand|property|object|fixer"
     r"|cmdoption|option)::[ \t]*([^\n]+)"
 )
 # A line that starts with an option name: "       -a, --all", "-mtime n", "--block-size=SIZE".
