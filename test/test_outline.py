@@ -89,6 +89,36 @@ TESTS
     assert defined.options.splitlines() == ["mtime", "a", "all"]
 
 
+def test_man_page_upper_case_tags_define_names_but_justified_prose_does_not() -> None:
+    text = """CAPABILITIES(7)
+
+NAME
+       capabilities - overview of Linux capabilities
+
+DESCRIPTION
+       Signal      Standard   Action   Comment
+       ────────────────────────────────────────
+       SIGHUP       P1990      Term    Hangup detected on controlling terminal
+       SIGINT       P1990      Term    Interrupt from keyboard
+
+       CAP_NET_BIND_SERVICE
+              Bind a socket to Internet domain privileged ports.
+       CAP_NET_RAW
+              Use RAW and PACKET sockets.
+
+       A process needs the
+       CAP_SYS_ADMIN  capability  in  the  user namespace to do this.
+"""
+    headings = outline(text, "man7/capabilities.7.txt").headings.splitlines()
+    assert headings == [
+        "capabilities - overview of Linux capabilities",
+        "SIGHUP",
+        "SIGINT",
+        "CAP_NET_BIND_SERVICE",
+        "CAP_NET_RAW",
+    ]
+
+
 def test_code_definitions_with_methods_under_their_class() -> None:
     text = '''"""# not a heading"""
 MAX_WIDTH = 80

@@ -5,7 +5,8 @@ heading ``os.path`` should outrank one that mentions ``os.path.join`` in passing
 handful of line regexes over the whole text (no parser), because it runs on every indexed file:
 
 - headings: Markdown ``#`` lines, titles underlined with a run of one punctuation character
-  (Markdown setext and reStructuredText), and the ``NAME`` line of a man page;
+  (Markdown setext and reStructuredText), the ``NAME`` line of a man page and the upper-case
+  tags of its paragraphs and tables (``SIGHUP``, ``CAP_NET_BIND_SERVICE``, ``LANG``);
 - definitions: reST/Sphinx directives (``.. function:: join(path, *paths)``, ``.. envvar::``,
   ``.. c:function::``), and in code files ``def``, ``class``, ``function``, ``fn``, ``func``,
   ``#define`` and upper-case module constants;
@@ -39,6 +40,11 @@ _OPTION_LINE = re.compile(
 )
 _OPTION_NAME = re.compile(r"-{1,2}([A-Za-z0-9?][\w-]*)")
 _MAN_NAME = re.compile(r"\nNAME[ \t]*\n[ \t]+([^\n]+)")
+# A man page's tagged paragraph or table row whose tag is an upper-case name, at the page's
+# first indent: "       CAP_NET_BIND_SERVICE" over its description, "       SIGHUP   P1990   Term",
+# "       LANG", "       EACCES". The names a man page documents besides its options.
+_MAN_TAG_INDENT = 7
+_MAN_TAG = re.compile(r"[ ]{7}([A-Z][A-Z0-9_]{2,})(?:[ \t]*|[ \t]{2,}\S.*)")
 _CODE_DEFINITIONS = re.compile(
     r"\n[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:pub(?:\([\w ]+\))?[ \t]+)?(?:async[ \t]+)?"
     r"(?:def|class|function\*?|fn|struct|enum|trait|interface|type)[ \t]+([A-Za-z_$][\w$]*)"
@@ -142,6 +148,23 @@ def _code_names(text: str) -> list[str]:
     return names
 
 
+def _man_tags(text: str) -> list[str]:
+    """The upper-case tags of a man page's paragraphs and tables (``_MAN_TAG``) that start one:
+    after a blank line, a table's rule, another tag or the indented description of one; not in
+    justified prose ("       CAP_NET_BIND_SERVICE  capability  in  the  user namespace" in ip(7)
+    continues a sentence)."""
+    tags: list[str] = []
+    opens = True
+    for line in text.splitlines():
+        match = _MAN_TAG.fullmatch(line)
+        if match is not None and opens:
+            tags.append(match.group(1))
+        indent = len(line) - len(line.lstrip(" "))
+        rule = not line.strip(" ─-=+")  # a blank line, or a table's rule under its header
+        opens = rule or match is not None or indent > _MAN_TAG_INDENT
+    return tags
+
+
 def outline(text: str, rel_path: str) -> Outline:
     text = "\n" + text + "\n"
     headings: list[str] = []
@@ -154,7 +177,10 @@ def outline(text: str, rel_path: str) -> Outline:
         if heading.startswith("-"):
             options.extend(_options_in(heading.split()[0]))
     headings.extend(_underlined(text))
-    headings.extend(match.group(1).strip() for match in _MAN_NAME.finditer(text))
+    man_names = [match.group(1).strip() for match in _MAN_NAME.finditer(text)]
+    headings.extend(man_names)
+    if man_names:
+        headings.extend(dict.fromkeys(_man_tags(text)))
     headings.extend(_documented_names(text, options))
     for match in _OPTION_LINE.finditer(text):
         options.extend(_options_in(match.group(1)))

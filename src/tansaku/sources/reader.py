@@ -30,7 +30,8 @@ _UNDERLINED = re.compile(
 # Bump when what is derived from a file (title, segmentation, FTS columns) changes for the same
 # bytes: `update` then re-reads every file of a collection indexed by an older version.
 # 4: a C function pointer type defines its own name, not its return type (sources/outline.py).
-# 5: Sphinx's awaitablefunction and awaitablemethod define names (asyncio.gather, anext).
+# 5: Sphinx's awaitablefunction and awaitablemethod define names (asyncio.gather, anext); a man
+#    page's upper-case tags do too (SIGHUP, CAP_NET_BIND_SERVICE, LANG).
 INDEXER_VERSION = 5
 TITLE_SEARCH_CHARS = 16_384
 # Only prose formats have headings; in code a "# comment" or a docstring closed by '"""' is not
