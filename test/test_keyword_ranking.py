@@ -113,6 +113,29 @@ DESCRIPTION
        --preserve-root
               do not remove '/' (default)
 """,
+    "man8/ld.so.8.txt": f"""LD.SO(8)                 System Manager's Manual                 LD.SO(8)
+
+NAME
+       ld.so, ld-linux.so - dynamic linker/loader
+
+DESCRIPTION
+       The programs ld.so and ld-linux.so* find and load the shared objects (shared
+       libraries) needed by a program, prepare the program to run, and then run it.
+       Linux binaries require dynamic linking (linking at run time) unless the -static
+       option was given to the linker during compilation.
+
+{FILLER}
+""",
+    "man8/ldconfig.8.txt": """LDCONFIG(8)              System Manager's Manual              LDCONFIG(8)
+
+NAME
+       ldconfig - configure dynamic linker run-time bindings
+
+DESCRIPTION
+       ldconfig creates the links and cache that ld.so reads; ld.so, the run-time linker,
+       uses the cache ldconfig writes, so ld.so finds libraries fast. See ld.so(8), ld.so
+       and ld.so.conf.
+""",
     "man1/cut.1.txt": """CUT(1)                           User Commands                          CUT(1)
 
 NAME
@@ -193,6 +216,11 @@ class TestIdentifiers:
         assert parse_query("Py_INCREF").terms[0].parts == ("py", "incref")
         assert parse_query("a::b->c").terms[0].parts == ("a", "b", "c")
         assert ranked(cli, "os::path/join")[0] == "library/os.path.rst.txt"
+
+
+    def test_a_name_that_a_title_is_about_is_defined_there(self, cli):
+        # "ld.so, ld-linux.so - dynamic linker/loader" names ld.so; ldconfig(8) only mentions it.
+        assert ranked(cli, "ld.so")[0] == "man8/ld.so.8.txt"
 
 
 @pytest.mark.usefixtures("corpus")

@@ -356,17 +356,17 @@ _SUBJECT_TAILS = (" -", " \u2014", " \u2013", ",", "(", ":")
 EXACT, QUALIFIED = 2, 1
 
 
-def _defines(line: str, name: str, *, lone_word: bool, case_sensitive: bool = False) -> int:
+def _defines(line: str, name: str, *, as_subject: bool, case_sensitive: bool = False) -> int:
     entry = _ROLE.sub("", line).strip()
     if not case_sensitive:
         entry = entry.lower()
     if entry == name:
         return EXACT
-    # A lone word also counts as the subject of a title: "rsync - a fast, versatile ..." (a man
-    # page's NAME line), ":mod:`textwrap` --- Text wrapping", "ls, dir, vdir - list directory
-    # contents"; not "rsync-ssl - a helper", nor a heading that starts with the word ("Open URL in
-    # a new tab" does not define ``open``).
-    if lone_word and entry.startswith(tuple(name + tail for tail in _SUBJECT_TAILS)):
+    # A name also counts as the subject of a title: "rsync - a fast, versatile ..." (a man page's
+    # NAME line), ":mod:`textwrap` --- Text wrapping", "ls, dir, vdir - list directory contents",
+    # "ld.so, ld-linux.so - dynamic linker/loader"; not "rsync-ssl - a helper", nor a heading that
+    # starts with the word ("Open URL in a new tab" does not define ``open``).
+    if as_subject and entry.startswith(tuple(name + tail for tail in _SUBJECT_TAILS)):
         return EXACT
     return QUALIFIED if entry.endswith("." + name) else 0
 
@@ -406,7 +406,7 @@ def _defining(
         name = term.cased
     if defined is None:
         defined = store.defined_names(conn, ids, column)
-    lone_word = term.kind == "word" and column == "headings"
+    as_subject = term.kind in ("word", "ident") and column == "headings"
     # A name typed in one case matches a definition in any case, but one in the case typed is
     # the likelier meaning (``click.option`` the decorator, not ``class Option``).
     as_typed = term.cased if not sensitive and term.cased.lower() == name else None
@@ -414,11 +414,11 @@ def _defining(
     for doc_id in ids:
         level = 0
         for line in defined.get(doc_id, []):
-            matched = _defines(line, name, lone_word=lone_word, case_sensitive=sensitive)
+            matched = _defines(line, name, as_subject=as_subject, case_sensitive=sensitive)
             if not matched:
                 continue
             same_case = as_typed is None or bool(
-                _defines(line, as_typed, lone_word=lone_word, case_sensitive=True)
+                _defines(line, as_typed, as_subject=as_subject, case_sensitive=True)
             )
             level = max(level, 2 * matched + same_case)
         if level:
