@@ -217,7 +217,6 @@ class TestIdentifiers:
         assert parse_query("a::b->c").terms[0].parts == ("a", "b", "c")
         assert ranked(cli, "os::path/join")[0] == "library/os.path.rst.txt"
 
-
     def test_a_name_that_a_title_is_about_is_defined_there(self, cli):
         # "ld.so, ld-linux.so - dynamic linker/loader" names ld.so; ldconfig(8) only mentions it.
         assert ranked(cli, "ld.so")[0] == "man8/ld.so.8.txt"
