@@ -44,7 +44,7 @@ _MAN_NAME = re.compile(r"\nNAME[ \t]*\n[ \t]+([^\n]+)")
 # first indent: "       CAP_NET_BIND_SERVICE" over its description, "       SIGHUP   P1990   Term",
 # "       LANG", "       EACCES". The names a man page documents besides its options.
 _MAN_TAG_INDENT = 7
-_MAN_TAG = re.compile(r"[ ]{7}([A-Z][A-Z0-9_]{2,})(?:[ \t]*|[ \t]{2,}\S.*)")
+_MAN_TAG = re.compile(rf"[ ]{{{_MAN_TAG_INDENT}}}([A-Z][A-Z0-9_]{{2,}})(?:[ \t]*|[ \t]{{2,}}\S.*)")
 _CODE_DEFINITIONS = re.compile(
     r"\n[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:pub(?:\([\w ]+\))?[ \t]+)?(?:async[ \t]+)?"
     r"(?:def|class|function\*?|fn|struct|enum|trait|interface|type)[ \t]+([A-Za-z_$][\w$]*)"
