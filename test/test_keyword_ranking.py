@@ -542,6 +542,40 @@ class TestSharedDefinitions:
         assert ranked(cli, "ignore-scripts")[0] == "using-npm/config.md"
 
 
+# A test quotes the message its code raises, word for word.
+CODE_DOCS = {
+    "src/pkg/exceptions.py": '''class UsageError(Exception):
+    """An internal exception that signals a usage error."""
+
+    def show(self):
+        echo(f"Error: {self.format_message()}")
+
+
+class NoSuchOption(UsageError):
+    """Raised if click attempted to handle an option that does not exist."""
+
+    def format_message(self):
+        return f"No such option: {self.option_name}"
+''',
+    "tests/test_options.py": """def test_unknown_option(runner):
+    result = runner.invoke(cli, ["--foo"])
+    assert result.exception
+    assert "Error: No such option: --foo" in result.output
+""",
+}
+
+
+@pytest.fixture
+def code_corpus(tmp_path: Path, cli) -> Path:
+    return add_collection(cli, tmp_path / "code", CODE_DOCS, "code", "**/*.py")
+
+
+@pytest.mark.usefixtures("code_corpus")
+class TestTestFiles:
+    def test_a_pasted_error_ranks_the_code_that_raises_it_above_the_test_that_quotes_it(self, cli):
+        assert ranked(cli, "Error: No such option: --verbos")[0] == "src/pkg/exceptions.py"
+
+
 @pytest.mark.usefixtures("corpus")
 class TestLongQueries:
     def test_a_pasted_error_message_does_not_need_every_word(self, cli):
