@@ -136,6 +136,24 @@ DESCRIPTION
        uses the cache ldconfig writes, so ld.so finds libraries fast. See ld.so(8), ld.so
        and ld.so.conf.
 """,
+    "man8/umount.8.txt": """UMOUNT(8)                System Administration                UMOUNT(8)
+
+NAME
+       umount - unmount filesystems
+
+DESCRIPTION
+       The umount command detaches the mentioned filesystem(s) from the file hierarchy.
+       A filesystem cannot be unmounted when it is busy.
+""",
+    "man8/pivot_root.8.txt": """PIVOT_ROOT(8)            System Administration            PIVOT_ROOT(8)
+
+NAME
+       pivot_root - change the root filesystem
+
+NOTES
+       The old root may still be busy: a process with its current directory there keeps the
+       target busy, and umount of the old root reports that the target is busy.
+""",
     "man1/cut.1.txt": """CUT(1)                           User Commands                          CUT(1)
 
 NAME
@@ -581,6 +599,10 @@ class TestLongQueries:
     def test_a_pasted_error_message_does_not_need_every_word(self, cli):
         paths = ranked(cli, "rm: cannot remove 'build': Is a directory")
         assert paths[0] == "man1/rm.1.txt"
+
+    def test_a_pasted_message_names_the_program_that_printed_it(self, cli):
+        # "umount:" says which page explains it; pivot_root(8) only has more of its words.
+        assert ranked(cli, "umount: /mnt/data: target is busy.")[0] == "man8/umount.8.txt"
 
     def test_short_queries_still_require_every_term(self, cli):
         assert ranked(cli, "restore laptop") == ["notes/laptop.md"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -76,11 +77,11 @@ def is_name_lookup(conn: Any, query: str) -> bool:
     return (
         bool(clauses.positive)
         and len(clauses.positive) <= STRICT_CLAUSES
-        and bool(name_terms(parsed, clauses))
+        and bool(name_terms(query, parsed, clauses))
     )
 
 
-def name_terms(parsed: ParsedQuery, clauses: ParsedQuery) -> set[Term]:
+def name_terms(query: str, parsed: ParsedQuery, clauses: ParsedQuery) -> set[Term]:
     """The terms that name something, for which headings and option lists are the best evidence:
     identifiers and options as written (os.path.join, --flag), a lone word (`rsync`), and the
     word beside an option in a short query (`find -mtime`). A
@@ -93,7 +94,7 @@ def name_terms(parsed: ParsedQuery, clauses: ParsedQuery) -> set[Term]:
         # "find -mtime", "ssh -L": the word beside an option names the command, whose page (its
         # NAME line) defines it; tar(1) lists --mtime too.
         names |= {t for t in clauses.positive if t.kind == "word" and not has_cjk(t.text)}
-    command = command_word(clauses)
+    command = command_term(query, clauses)
     if command is not None:
         names.add(command)
     return names
@@ -106,6 +107,30 @@ def command_word(clauses: ParsedQuery) -> Term | None:
     if len(positive) >= 2 and positive[0].kind == "word" and positive[1].option:
         return None if has_cjk(positive[0].text) else positive[0]
     return None
+
+
+# A message as a program prints it: "mkdir: cannot create directory 'logs': No such file".
+_PROGRAM_MESSAGE = re.compile(r"\s*([a-z][a-z0-9_-]*):\s")
+
+
+def message_program(query: str, clauses: ParsedQuery) -> Term | None:
+    """The program a pasted message starts with (``umount: /mnt/data: target is busy.``): it names
+    the command whose page explains the message, as ``command_word`` does.
+
+    Only a lower-case word counts as a program: an exception's name before the colon
+    (``OSError: [Errno 98] Address already in use``) is defined by the exceptions reference, and
+    the cause is explained elsewhere (measured on the judged error queries: with exception names,
+    RecursionError 3 -> 1 but ImportError, OSError and UnicodeDecodeError each a rank down)."""
+    positive = clauses.positive
+    program = _PROGRAM_MESSAGE.match(query)
+    if len(positive) <= STRICT_CLAUSES or program is None or positive[0].kind != "word":
+        return None
+    return positive[0] if positive[0].cased == program.group(1) else None
+
+
+def command_term(query: str, clauses: ParsedQuery) -> Term | None:
+    """The word that names the command in any query: beside an option, or a message's program."""
+    return command_word(clauses) or message_program(query, clauses)
 
 
 def search(
@@ -125,7 +150,7 @@ def search(
             hint="give at least one word that is not negated with '-'",
         )
     notices = list(warnings)
-    names = name_terms(parsed, clauses)
+    names = name_terms(query, parsed, clauses)
     n_clauses = len(clauses.positive)
     strict = n_clauses <= STRICT_CLAUSES
     pool = None if options.limit is None else max(POOL, options.limit * 4)
@@ -155,7 +180,7 @@ def search(
         # ... and the optional stopwords too: "zebrafish the" is not "No results." if "the" exists.
         total = _candidates(conn, fts_expression(parsed, "any"), collections, pool, weights, candidates)
     scored, absent = rescore(
-        conn, parsed, clauses, names, candidates, complete, short=strict, command=command_word(clauses)
+        conn, parsed, clauses, names, candidates, complete, short=strict, command=command_term(query, clauses)
     )
     best = max((item.clauses for item in scored), default=0.0)
     needed = n_clauses if strict else math.ceil(n_clauses * MIN_SHOULD_MATCH)
