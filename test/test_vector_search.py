@@ -162,3 +162,24 @@ def test_on_disk_fetches_more_neighbours_when_one_document_fills_them(cli, model
     found = on_disk.vsearch("restore a backup snapshot", limit=2, min_score=-1.0)
     # The 50 nearest vectors are all the huge document's: without fetching more, one result.
     assert [hit.path for hit in found.hits] == [hit.path for hit in vectors.hits[:2]]
+
+
+def test_a_test_file_counts_less_than_the_code_it_quotes_in_memory_and_on_disk(
+    cli, model, tmp_path: Path, monkeypatch
+):
+    folder = tmp_path / "code"  # widgets/ sorts after tests/: ties would put the test first
+    (folder / "widgets").mkdir(parents=True)
+    (folder / "tests").mkdir()
+    text = 'def show_progress(items):\n    """Show a progress bar while looping over items."""\n'
+    (folder / "widgets" / "progress.py").write_text(text, encoding="utf-8")
+    (folder / "tests" / "test_progress.py").write_text(text, encoding="utf-8")
+    assert cli("collection", "add", folder, "--name", "code", "--mask", "**/*.py").exit_code == 0
+    assert cli("embed").exit_code == 0
+    query = "show a progress bar while looping over items"
+    found = Tansaku().vsearch(query, limit=2, min_score=0.0)
+    assert [hit.path for hit in found.hits] == ["widgets/progress.py", "tests/test_progress.py"]
+    # The same text, the same cosine: the test file's is weighed down (search/file_kinds.py).
+    assert found.hits[1].score == pytest.approx(found.hits[0].score * 0.8, abs=1e-4)
+    monkeypatch.setenv(MEMORY_BUDGET_ENV, "0")
+    on_disk = Tansaku(keep_vectors=False).vsearch(query, limit=2, min_score=0.0)
+    assert [hit.path for hit in on_disk.hits] == ["widgets/progress.py", "tests/test_progress.py"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store import documents as store
+from .file_kinds import path_weight
 from .query import ParsedQuery, Term, fts_adjacent, fts_term, parse_query
 
 # How much an identifier's parts in order (the exact name) add, relative to the parts alone.
@@ -34,12 +35,6 @@ DEFINES_BONUS = 2.0
 # config.md): it gains the bonus once more. Otherwise BM25's length normalisation hands the name to
 # the shortest copy.
 SHARED_DEFINITION = 3
-# A test file quotes what it tests: the error messages, the option names, the calls. The answer
-# to a pasted error or a how-to is the code that raises or does it, or its docs (no query of the
-# 100 judged py-src queries counts a test file): a test file's score weighs this much. Measured
-# (search MRR@10, py-src-blind-v1) 0.781 -> 0.832; no query of the other 17 sets moved.
-TEST_FILE_WEIGHT = 0.8
-_TEST_PATH = re.compile(r"(^|/)tests?/|(^|/)test_[^/]*\.py$|_test\.(py|go)$|\.(test|spec)\.[jt]sx?$")
 # A term in more than this share of the documents and more than COMMON_MATCHES of them is common:
 # its parts (at the IDF floor, tiny) are not read, and it is assumed present in every candidate
 # (reading it costs 0.1-0.3 s per word at 100,000 documents). Below COMMON_MATCHES the pass is
@@ -199,9 +194,8 @@ def rescore(
         # floor, is then the exact sum.
         for doc_id, raw in candidates.items():
             sums[doc_id] += abs(raw) * IDF_FLOOR / _FTS_IDF_CLAMP
-    for doc_id, doc in store.documents_by_ids(conn, ids).items():
-        if _TEST_PATH.search(doc.path):
-            sums[doc_id] *= TEST_FILE_WEIGHT
+    for doc_id, path in store.paths_by_ids(conn, ids).items():
+        sums[doc_id] *= path_weight(path)
     absent = [t.text for t in clauses.positive if parts.df(fts_term(t)) == 0]
     scored = [
         Scored(

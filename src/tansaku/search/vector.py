@@ -101,7 +101,10 @@ def _score(
             if vectors.empty:
                 continue
             entry_scores = all_scores.of(vectors.rows)
-        scored.append((vectors, entry_scores, np.maximum.reduceat(entry_scores, vectors.starts)))
+        best = np.maximum.reduceat(entry_scores, vectors.starts)
+        if vectors.doc_weights is not None:
+            best = best * vectors.doc_weights
+        scored.append((vectors, entry_scores, best))
     return scored, total_exact
 
 
@@ -182,7 +185,7 @@ def _nearest(
         if exhausted or len(set(entries.doc_ids)) >= request.limit or wanted >= vec.KNN_MAX:
             break
         wanted = min(wanted * 4, vec.KNN_MAX)
-    vectors = collection_vectors(entries, None)
+    vectors = collection_vectors(entries, None, store.paths_by_ids(conn, set(entries.doc_ids)))
     scores = np.array([similarity[i] for i in entries.embedding_ids], dtype=np.float64)
     return vectors, scores, exhausted
 

@@ -9,12 +9,12 @@ the next query, never a stale answer.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..store import db
+from ..store import db, documents
 from ..store import vectors as vec
 
 # Above this, a model's vectors stay on disk and sqlite-vec's KNN searches them (1 GiB is about
@@ -96,14 +96,20 @@ class CollectionVectors:
     start_lines: Any  # int32[entries]
     end_lines: Any  # int32[entries]
     rows: Any | None
+    doc_weights: Any = None  # float64[documents]: file_kinds.path_weight of each; None: all 1
 
     @property
     def empty(self) -> bool:
         return len(self.embedding_ids) == 0
 
 
-def collection_vectors(entries: vec.CollectionEntries, model: ModelVectors | None) -> CollectionVectors:
+def collection_vectors(
+    entries: vec.CollectionEntries, model: ModelVectors | None, paths: Mapping[int, str]
+) -> CollectionVectors:
+    """The entries grouped by document, with each document's weight for its path (``paths``)."""
     import numpy as np
+
+    from .file_kinds import weights_of
 
     doc_column = np.asarray(entries.doc_ids, dtype=np.int64)
     embedding_ids = np.asarray(entries.embedding_ids, dtype=np.int64)
@@ -111,13 +117,15 @@ def collection_vectors(entries: vec.CollectionEntries, model: ModelVectors | Non
         starts = np.flatnonzero(np.r_[True, doc_column[1:] != doc_column[:-1]])
     else:
         starts = np.zeros(0, dtype=np.int64)
+    doc_ids = doc_column[starts]
     return CollectionVectors(
-        doc_ids=doc_column[starts],
+        doc_ids=doc_ids,
         starts=starts,
         embedding_ids=embedding_ids,
         start_lines=np.asarray(entries.start_lines, dtype=np.int32),
         end_lines=np.asarray(entries.end_lines, dtype=np.int32),
         rows=model.rows_of(embedding_ids) if model is not None and len(embedding_ids) else None,
+        doc_weights=weights_of(doc_ids, paths),
     )
 
 
@@ -173,5 +181,9 @@ class VectorCache:
     ) -> CollectionVectors:
         return self.memo(
             ("collection", fingerprint, name, params),
-            lambda: collection_vectors(vec.collection_entries(conn, fingerprint, name, params), model),
+            lambda: collection_vectors(
+                vec.collection_entries(conn, fingerprint, name, params),
+                model,
+                documents.collection_paths(conn, name),
+            ),
         )

@@ -102,6 +102,20 @@ def documents_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, StoredDocument]
     return {row["id"]: _doc(row) for row in rows}
 
 
+def paths_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, str]:
+    """Each document's path (relative to its collection), by id."""
+    ids = list(ids)
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    return dict(conn.execute(f"SELECT id, path FROM documents WHERE id IN ({marks})", ids).fetchall())
+
+
+def collection_paths(conn: Any, collection: str) -> dict[int, str]:
+    """Every document's path in a collection, by id."""
+    return dict(conn.execute("SELECT id, path FROM documents WHERE collection = ?", (collection,)).fetchall())
+
+
 def body(conn: Any, content_hash: str) -> str:
     row = conn.execute("SELECT body FROM content WHERE hash = ?", (content_hash,)).fetchone()
     return row["body"] if row else ""
