@@ -85,7 +85,14 @@ def N(text: str) -> Term:
                 Term("9", "word", option=True),
             ],
         ),
-        ("--omit=dev", [Term("omit dev", "ident", parts=("omit", "dev"), option=True)]),
+        # An option's value is a word of the query, not a part of the option's name.
+        ("--omit=dev", [Term("omit", "word", option=True), W("dev")]),
+        (
+            "tar --exclude=node_modules",
+            [W("tar"), Term("exclude", "word", option=True), I("node modules")],
+        ),
+        # A login shell's message: "-bash:" names bash, it does not exclude it.
+        ("-bash: ./deploy.sh", [W("bash"), I("deploy sh")]),
         # A letter with its value attached is that option, never an exclusion of "f1" or "d".
         (
             "cut -d: -f1",

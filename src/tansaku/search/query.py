@@ -183,6 +183,9 @@ def _dash_meaning(word: str) -> tuple[str, bool, bool]:
         valued = _OPTION_WITH_VALUE.fullmatch(rest)
         if valued is not None:
             return valued.group(1), False, True
+        if rest.endswith(":"):
+            # "-bash: ./deploy.sh: Permission denied": a login shell's name in its message.
+            return rest, False, False
         return rest, True, _OPTION_NAME.fullmatch(rest) is not None
     return word, False, False
 
@@ -223,6 +226,13 @@ def parse_query(q: str) -> ParsedQuery:
                 terms.append(Term(" ".join(words), "phrase", negated))
             continue
         word, negated, option = _dash_meaning(match.group(1) + word)
+        value_terms: list[Term] = []
+        if option and "=" in word:
+            # --exclude=node_modules: the option is --exclude; its value is a word of the query,
+            # not a part of the option's name (tar(1) lists --exclude=PATTERN, not node_modules).
+            word, value = word.split("=", 1)
+            if _has_word_char(value):
+                value_terms = _word_terms(value.lower(), prefix=False, negated=False)
         prefix = False
         if word.endswith("*"):
             stem = word.rstrip("*")
@@ -233,6 +243,7 @@ def parse_query(q: str) -> ParsedQuery:
             if len(found) == 1 and not has_cjk(word):
                 found = [replace(found[0], cased=as_typed(_CONTRACTION.sub("", word)))]
             terms.extend(replace(term, option=True) for term in found) if option else terms.extend(found)
+        terms.extend(value_terms)
     # A repeated term adds nothing to the match but would inflate the matched/total term counts.
     return ParsedQuery(tuple(dict.fromkeys(terms)))
 
