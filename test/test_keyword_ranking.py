@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tansaku.api import Tansaku
-from tansaku.search.query import fts_expression, parse_query
+from tansaku.search.keyword import command_term
+from tansaku.search.query import fts_expression, parse_query, required_terms
 from tansaku.store import db
 
 FILLER = "\n".join(
@@ -586,6 +587,21 @@ class NoSuchOption(UsageError):
 @pytest.fixture
 def code_corpus(tmp_path: Path, cli) -> Path:
     return add_collection(cli, tmp_path / "code", CODE_DOCS, "code", "**/*.py")
+
+
+def program_of(index_path: Path, query: str) -> str | None:
+    conn = db.open_read(index_path)
+    try:
+        term = command_term(conn, query, required_terms(parse_query(query)))
+    finally:
+        conn.close()
+    return None if term is None else term.text
+
+
+def test_a_message_names_its_program_only_where_a_page_is_titled_by_it(corpus, code_corpus, index_path):
+    # man8/umount.8.txt is umount's page; no page is titled "pkg", the program of CODE_DOCS.
+    assert program_of(index_path, "umount: /mnt/data: target is busy.") == "umount"
+    assert program_of(index_path, "pkg: error: No such option: --verbos") is None
 
 
 @pytest.mark.usefixtures("code_corpus")

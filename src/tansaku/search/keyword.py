@@ -77,11 +77,11 @@ def is_name_lookup(conn: Any, query: str) -> bool:
     return (
         bool(clauses.positive)
         and len(clauses.positive) <= STRICT_CLAUSES
-        and bool(name_terms(query, parsed, clauses))
+        and bool(name_terms(parsed, clauses))
     )
 
 
-def name_terms(query: str, parsed: ParsedQuery, clauses: ParsedQuery) -> set[Term]:
+def name_terms(parsed: ParsedQuery, clauses: ParsedQuery, command: Term | None = None) -> set[Term]:
     """The terms that name something, for which headings and option lists are the best evidence:
     identifiers and options as written (os.path.join, --flag), a lone word (`rsync`), and the
     word beside an option in a short query (`find -mtime`). A
@@ -94,7 +94,7 @@ def name_terms(query: str, parsed: ParsedQuery, clauses: ParsedQuery) -> set[Ter
         # "find -mtime", "ssh -L": the word beside an option names the command, whose page (its
         # NAME line) defines it; tar(1) lists --mtime too.
         names |= {t for t in clauses.positive if t.kind == "word" and not has_cjk(t.text)}
-    command = command_term(query, clauses)
+    command = command or command_word(clauses)
     if command is not None:
         names.add(command)
     return names
@@ -113,9 +113,11 @@ def command_word(clauses: ParsedQuery) -> Term | None:
 _PROGRAM_MESSAGE = re.compile(r"\s*([a-z][a-z0-9_-]*):\s")
 
 
-def message_program(query: str, clauses: ParsedQuery) -> Term | None:
-    """The program a pasted message starts with (``umount: /mnt/data: target is busy.``): it names
-    the command whose page explains the message, as ``command_word`` does.
+def message_program(conn: Any, query: str, clauses: ParsedQuery) -> Term | None:
+    """The program a pasted message starts with (``umount: /mnt/data: target is busy.``), when a
+    document is titled by it: it names the command whose page explains the message, as
+    ``command_word`` does. In a collection with no page for it (``tansaku: error: ...`` over
+    tansaku's own code) the word is only a word.
 
     Only a lower-case word counts as a program: an exception's name before the colon
     (``OSError: [Errno 98] Address already in use``) is defined by the exceptions reference, and
@@ -125,12 +127,14 @@ def message_program(query: str, clauses: ParsedQuery) -> Term | None:
     program = _PROGRAM_MESSAGE.match(query)
     if len(positive) <= STRICT_CLAUSES or program is None or positive[0].kind != "word":
         return None
-    return positive[0] if positive[0].cased == program.group(1) else None
+    if positive[0].cased != program.group(1) or not store.title_names(conn, positive[0].text):
+        return None
+    return positive[0]
 
 
-def command_term(query: str, clauses: ParsedQuery) -> Term | None:
+def command_term(conn: Any, query: str, clauses: ParsedQuery) -> Term | None:
     """The word that names the command in any query: beside an option, or a message's program."""
-    return command_word(clauses) or message_program(query, clauses)
+    return command_word(clauses) or message_program(conn, query, clauses)
 
 
 def search(
@@ -150,7 +154,8 @@ def search(
             hint="give at least one word that is not negated with '-'",
         )
     notices = list(warnings)
-    names = name_terms(query, parsed, clauses)
+    command = command_term(conn, query, clauses)
+    names = name_terms(parsed, clauses, command)
     n_clauses = len(clauses.positive)
     strict = n_clauses <= STRICT_CLAUSES
     pool = None if options.limit is None else max(POOL, options.limit * 4)
@@ -180,7 +185,7 @@ def search(
         # ... and the optional stopwords too: "zebrafish the" is not "No results." if "the" exists.
         total = _candidates(conn, fts_expression(parsed, "any"), collections, pool, weights, candidates)
     scored, absent = rescore(
-        conn, parsed, clauses, names, candidates, complete, short=strict, command=command_term(query, clauses)
+        conn, parsed, clauses, names, candidates, complete, short=strict, command=command
     )
     best = max((item.clauses for item in scored), default=0.0)
     needed = n_clauses if strict else math.ceil(n_clauses * MIN_SHOULD_MATCH)

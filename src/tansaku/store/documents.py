@@ -366,7 +366,15 @@ def defined_names(conn: Any, ids: Sequence[int], column: str) -> dict[int, list[
 
 def option_defined(conn: Any, name: str) -> bool:
     """Whether any document lists ``name`` as a command-line option (the options column)."""
-    expression = 'options : "' + name.replace('"', '""') + '"'
+    return _any_match(conn, 'options : "' + name.replace('"', '""') + '"')
+
+
+def title_names(conn: Any, word: str) -> bool:
+    """Whether any document's title has ``word`` (a man page's is its file name: ``umount.8.txt``)."""
+    return _any_match(conn, 'title : "' + word.replace('"', '""') + '"')
+
+
+def _any_match(conn: Any, expression: str) -> bool:
     return (
         conn.execute(
             "SELECT 1 FROM documents_fts WHERE documents_fts MATCH ? LIMIT 1", (expression,)
