@@ -101,9 +101,7 @@ def _score(
             if vectors.empty:
                 continue
             entry_scores = all_scores.of(vectors.rows)
-        best = np.maximum.reduceat(entry_scores, vectors.starts)
-        if vectors.doc_weights is not None:
-            best = best * vectors.doc_weights
+        best = np.maximum.reduceat(entry_scores, vectors.starts) * vectors.doc_weights
         scored.append((vectors, entry_scores, best))
     return scored, total_exact
 

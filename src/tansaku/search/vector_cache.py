@@ -96,7 +96,7 @@ class CollectionVectors:
     start_lines: Any  # int32[entries]
     end_lines: Any  # int32[entries]
     rows: Any | None
-    doc_weights: Any = None  # float64[documents]: file_kinds.path_weight of each; None: all 1
+    doc_weights: Any  # float64[documents]: file_kinds.path_weight of each document
 
     @property
     def empty(self) -> bool:
