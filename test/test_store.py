@@ -281,18 +281,17 @@ def test_garbage_index_is_corrupt(
     assert garbage_index.read_bytes() == GARBAGE
 
 
-def test_garbage_index_is_a_status_warning(
+def test_garbage_index_is_a_status_error(
     cli: Cli, sample: Path, config_path: Path, garbage_index: Path
 ) -> None:
+    # Issue 22: "0 docs, never indexed" with exit 0 hid the damage; status says it as doctor does.
     write_config(config_path, sample)
-    data = ok_json(cli("status", "--json"))
-    assert warning_codes(data) == ["INDEX_CORRUPT"]
-    assert data["index_exists"] is True
-    assert data["schema_version"] is None
+    error = failed(cli("status", "--json"), "INDEX_CORRUPT")
+    assert str(garbage_index) in error["message"]
     assert garbage_index.read_bytes() == GARBAGE
     text = cli("status")
-    assert text.exit_code == 0
-    assert "warning [INDEX_CORRUPT]" in text.stdout
+    assert text.exit_code == 3
+    assert "damaged" in text.stderr and "never indexed" not in text.stdout
 
 
 def test_corrupt_index_can_be_moved_aside_and_rebuilt(

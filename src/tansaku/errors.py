@@ -97,7 +97,28 @@ class IndexLocked(IndexError_):
 
 
 class IndexCorrupt(IndexError_):
+    """The file is damaged or not a tansaku index: the only index error whose hint is a rebuild."""
+
     code = "INDEX_CORRUPT"
+
+
+class IndexReadOnly(IndexError_):
+    """The index cannot be written (read-only mount, immutable file, permissions); it is sound,
+    and reading it still works."""
+
+    code = "INDEX_READ_ONLY"
+
+
+class IndexDiskFull(IndexError_):
+    """The disk ran out during a write, which was rolled back; the index is as it was."""
+
+    code = "INDEX_DISK_FULL"
+
+
+class IndexIOError(IndexError_):
+    """The disk failed to read or write, and the file itself checks sound."""
+
+    code = "INDEX_IO_ERROR"
 
 
 class IndexSchemaMismatch(IndexError_):

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexMissing, IndexSchemaMismatch, TansakuError
 from ..store import db
+from .checks import FAIL, OK, WARN, check
+from .checks import shell_quote as _q
 
 if TYPE_CHECKING:
     from ..config.settings import Config
     from ..types import DoctorCheck
 
-OK, WARN, FAIL = "ok", "warn", "fail"
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "": frozenset({"settings", "collections", "contexts", "models"}),
     "settings": frozenset({"max_file_bytes"}),
@@ -32,12 +33,6 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
     ),
 }
 WAL_WARN_BYTES = 64 * 1024 * 1024  # a WAL this big means checkpoints keep failing (a reader never lets go)
-
-
-def check(name: str, status: str, detail: str, fix: str | None = None) -> DoctorCheck:
-    from ..types import DoctorCheck
-
-    return DoctorCheck(name, status, detail, fix)
 
 
 def run_doctor(config_path: Path, index_path: Path, *, deep: bool = False) -> list[DoctorCheck]:
@@ -88,10 +83,6 @@ def config_checks(config_path: Path, checks: list[DoctorCheck]) -> Config | None
 
 
 _ADD = "tansaku collection add PATH"
-
-
-def _q(path: Path | str) -> str:
-    return shlex.quote(str(path))
 
 
 def _unknown_keys(raw: dict[str, Any]) -> list[str]:
@@ -250,6 +241,18 @@ def index_checks(
         conn.close()
     checks.append(_wal_check(index_path))
     checks.append(_lock_check(index_path))
+    checks.append(_writable_check(index_path))
+
+
+def _writable_check(index_path: Path) -> DoctorCheck:
+    """A read-only index is sound and searchable; only the commands that write it will fail."""
+    from ..store import failures
+
+    reason = failures.unwritable_reason(index_path)
+    if reason is None:
+        return check("index.writable", OK, "the index can be written")
+    why, fix = reason
+    return check("index.writable", WARN, f"read-only ({why}): search works, `tansaku update` cannot", fix)
 
 
 def _run(

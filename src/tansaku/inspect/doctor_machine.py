@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import TansakuError
 from ..store import db
-from .doctor import FAIL, OK, WARN, _q, check
+from .checks import FAIL, OK, WARN, check
+from .checks import shell_quote as _q
 
 if TYPE_CHECKING:
     from ..types import DoctorCheck

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import IndexCorrupt, IndexSchemaMismatch, TansakuError
+from ..errors import IndexSchemaMismatch, TansakuError
 from ..store import db
 from ..store import documents as store
 from ..types import Notice
@@ -139,7 +139,9 @@ def status_report(config: Config, config_path: Path, index_path: Path) -> Status
                 schema = SCHEMA_VERSION
                 infos, states = collection_infos(conn, config, config_path), store.collection_states(conn)
                 pending = pending_summary(conn, config)
-        except (IndexSchemaMismatch, IndexCorrupt) as exc:
+        except IndexSchemaMismatch as exc:
+            # An older index is usable once `update` upgrades it: a warning. A damaged one
+            # (IndexCorrupt) is raised: "0 docs, never indexed" with exit 0 would hide it.
             warnings.append(Notice(exc.code, exc.message))
             schema = exc.details.get("version")
     for c in config.collection_list():

@@ -17,6 +17,7 @@ from typing import Any
 import sqlean as sqlite3
 
 from ..errors import IndexCorrupt, IndexLocked, IndexMissing, IndexSchemaMismatch
+from . import failures
 from .migrations import SCHEMA_VERSION, migrate
 
 Connection = sqlite3.Connection
@@ -48,32 +49,47 @@ def lock_timeout_setting() -> tuple[float, str, str | None]:
     return value, source, None
 
 
-def _connect(path: Path, *, readonly: bool) -> Connection:
+def _connect(path: Path, *, readonly: bool, immutable: bool = False, any_thread: bool = False) -> Connection:
     if readonly:
-        uri = f"file:{path.as_posix()}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=lock_timeout(), isolation_level=None)
+        uri = f"file:{path.as_posix()}?mode=ro" + ("&immutable=1" if immutable else "")
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=lock_timeout(), isolation_level=None, check_same_thread=not any_thread
+        )
     else:
         conn = sqlite3.connect(str(path), timeout=lock_timeout(), isolation_level=None)
     conn.row_factory = sqlite3.Row
     return conn
 
 
+def _read_connection(path: Path, *, any_thread: bool = False) -> Connection:
+    """A read-only connection that has opened the file; sqlite errors are left unmapped.
+
+    In WAL mode even a reader needs the -shm file, and on a read-only mount nobody can create
+    it. With no -wal either, nothing is pending outside the main file, so ``immutable=1`` (no
+    -shm, no locks) reads exactly what is there; nobody can write it meanwhile through this mount.
+    """
+    conn = _connect(path, readonly=True, any_thread=any_thread)
+    try:
+        conn.execute("PRAGMA user_version").fetchone()  # the first statement opens the file
+        return conn
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if not failures.only_immutable_can_read(path, exc):
+            raise
+    return _connect(path, readonly=True, immutable=True, any_thread=any_thread)
+
+
 def _check_schema(conn: Connection, path: Path) -> int:
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.OperationalError as exc:
-        raise _map_error(exc, path) from exc
     except sqlite3.DatabaseError as exc:
-        raise corrupt(path, exc) from exc
+        raise _map_error(exc, path) from exc
     return int(version)
 
 
 def corrupt(path: Path, exc: BaseException) -> IndexCorrupt:
-    return IndexCorrupt(
-        f"the index {path} is damaged or not a tansaku index ({exc})",
-        hint="it is derived data: move it aside and run `tansaku update` to rebuild it",
-    )
+    return failures.corrupt(path, exc)
 
 
 def locked(path: Path) -> IndexLocked:
@@ -86,12 +102,26 @@ def locked(path: Path) -> IndexLocked:
 
 
 def _map_error(exc: BaseException, path: Path) -> Exception:
-    text = str(exc).lower()
-    if "locked" in text or "busy" in text:
+    if failures.primary_code(exc) in (failures.SQLITE_BUSY, failures.SQLITE_LOCKED):
         return locked(path)
-    if "unable to open" in text:
-        return IndexMissing(f"cannot open the index {path}", hint="check the path and its permissions")
-    return corrupt(path, exc)
+    return failures.explain(exc, path, lambda: quick_check_file(path))
+
+
+def quick_check_file(path: Path) -> list[str] | None:
+    """``PRAGMA quick_check`` on a connection of its own: the file's problems, [] when it is
+    sound, None when it cannot be read to tell (the failure being explained may prevent that)."""
+    from . import health
+
+    try:
+        conn = _read_connection(path)
+    except sqlite3.DatabaseError as exc:
+        return [str(exc)] if failures.says_damaged(exc) else None
+    try:
+        return health.quick_check(conn)
+    except sqlite3.DatabaseError as exc:
+        return [str(exc)] if failures.says_damaged(exc) else None
+    finally:
+        conn.close()
 
 
 def open_read(path: Path) -> Connection:
@@ -101,7 +131,10 @@ def open_read(path: Path) -> Connection:
             f"no index at {path}",
             hint="create it by adding a folder: `tansaku collection add PATH`",
         )
-    conn = _connect(path, readonly=True)
+    try:
+        conn = _read_connection(path)
+    except sqlite3.DatabaseError as exc:
+        raise _map_error(exc, path) from exc
     version = _check_schema(conn, path)
     if version != SCHEMA_VERSION:
         conn.close()
@@ -125,9 +158,24 @@ def schema_mismatch(path: Path, version: int) -> IndexSchemaMismatch:
 
 
 def open_write(path: Path) -> Connection:
-    """Open (creating if needed) the index for writing, migrating an older schema."""
+    """Open (creating if needed) the index for writing, migrating an older schema.
+
+    A file that cannot be written is refused before SQLite tries: on a read-only mount SQLite
+    would fall back to reading and fail later with a message that reads like damage.
+    """
+    reason = failures.unwritable_reason(path)
+    if reason is not None:
+        raise failures.read_only(path, reason)
     if not path.exists():
-        _create_aside(path)
+        try:
+            _create_aside(path)
+        except sqlite3.DatabaseError as exc:
+            raise _map_error(exc, path) from exc
+        except OSError as exc:
+            mapped = failures.os_error(exc, path)
+            if mapped is None:
+                raise
+            raise mapped from exc
     conn = _connect(path, readonly=False)
     version = _check_schema(conn, path)
     if version > SCHEMA_VERSION:
@@ -274,8 +322,10 @@ class ChangeWatch:
             return None
         if file != self._file or self._conn is None:
             self.close()
-            uri = f"file:{self.path.as_posix()}?mode=ro"
-            self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            try:
+                self._conn = _read_connection(self.path, any_thread=True)
+            except sqlite3.DatabaseError:
+                return None
             self._file = file
         try:
             version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
