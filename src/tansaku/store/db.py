@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlean as sqlite3
 
-from ..errors import IndexCorrupt, IndexLocked, IndexMissing, IndexSchemaMismatch
+from ..errors import IndexLocked, IndexMissing, IndexSchemaMismatch
 from . import failures
 from .migrations import SCHEMA_VERSION, migrate
 
@@ -86,10 +86,6 @@ def _check_schema(conn: Connection, path: Path) -> int:
     except sqlite3.DatabaseError as exc:
         raise _map_error(exc, path) from exc
     return int(version)
-
-
-def corrupt(path: Path, exc: BaseException) -> IndexCorrupt:
-    return failures.corrupt(path, exc)
 
 
 def locked(path: Path) -> IndexLocked:

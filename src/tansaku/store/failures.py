@@ -70,6 +70,8 @@ def mount_point(path: Path) -> Path:
 
 
 def _read_only_mount(path: Path) -> bool:
+    if not hasattr(os, "statvfs"):  # Windows: access() alone tells
+        return False
     try:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
     except OSError:
@@ -152,8 +154,8 @@ def only_immutable_can_read(path: Path, exc: BaseException) -> bool:
     ``immutable`` reads it all.
 
     A missing (or stub) -shm also means no connection is open (the last one to close removes
-    it), so no writer is busy meanwhile. Not when a -wal file holds changes: an immutable reader would skip
-    them and show an older index, so that case is its own error.
+    it), so no writer is busy meanwhile. Not when a -wal file holds changes: an immutable reader
+    would skip them and show an older index, so that case is its own error.
     """
     code = primary_code(exc)
     if code not in (SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_FULL, SQLITE_IOERR):
