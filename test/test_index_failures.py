@@ -207,9 +207,11 @@ def test_an_immutable_index_searches_but_writers_say_it_is_immutable(
 ) -> None:
     immutable(index_path)
     assert ok(cli("search", "backups", "--json"))["results"]
-    error = failed(cli("update", "--json"), "INDEX_READ_ONLY")
-    assert "immutable" in error["message"] and f"chattr -i {index_path}" in error["hint"]
-    no_rebuild_advice(error)
+    other = shutil.copytree(indexed, indexed.parent / "other")
+    for args in (("update",), ("collection", "add", str(other), "--name", "other")):
+        error = failed(cli(*args, "--json"), "INDEX_READ_ONLY")
+        assert "immutable" in error["message"] and f"chattr -i {index_path}" in error["hint"]
+        no_rebuild_advice(error)
 
 
 # --- a full disk -------------------------------------------------------------------------------
@@ -246,8 +248,8 @@ def test_a_full_disk_mid_write_estimates_from_what_was_written(
     notes = many_words(tmp_path / "notes", files=40, words=6000)
     error = failed(cli("collection", "add", notes, "--name", "notes", "--json"), "INDEX_DISK_FULL")
     assert "it had written" in error["message"], error
-    written = (mounted.folder / "index.sqlite-wal").exists()
-    assert error["details"]["needed_bytes"] > 1024 * 1024 or not written
+    # It ran out after writing most of the 2 MB to the log, and was not done: twice that.
+    assert error["details"]["needed_bytes"] > 2 * 1024 * 1024, error
     assert quick_check(mounted.folder / "index.sqlite") == "ok"
 
 
@@ -284,6 +286,7 @@ def test_a_failing_query_on_a_sound_index_is_not_called_damaged(indexed: Path, i
 # --- the real entry point ----------------------------------------------------------------------
 
 
+@pytest.mark.subprocess
 def test_the_command_exits_3_on_a_read_only_mount_and_0_for_search(indexed_on: Callable[[str], Path]) -> None:
     indexed_on("read-only")
 
@@ -318,6 +321,7 @@ def indexed_on(cli: Cli, sample: Path, mount: Callable[[str], Mount]) -> Callabl
     return make
 
 
+@pytest.mark.subprocess
 def test_the_machine_checks_of_doctor_do_not_import_doctor() -> None:
     # doctor.py and doctor_machine.py imported each other; the shared pieces now live below both.
     probe = "import sys, tansaku.inspect.doctor_machine; print('tansaku.inspect.doctor' in sys.modules)"
