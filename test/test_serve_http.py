@@ -14,6 +14,8 @@ import pytest
 
 from .serve_support import Server, free_port, http_server, request, tansaku
 
+LONG_TOKEN = "t" * 40  # --allow-remote needs 32 characters or more
+
 pytestmark = pytest.mark.subprocess
 
 
@@ -182,13 +184,13 @@ def test_non_loopback_needs_allow_remote_and_a_token(indexed: Path, tmp_path: Pa
 
 
 def test_with_a_token_every_request_needs_it(indexed: Path, tmp_path: Path):
-    env = {"TANSAKU_HTTP_TOKEN": "s3cret-token"}
+    env = {"TANSAKU_HTTP_TOKEN": LONG_TOKEN}
     with http_server(tmp_path, "--allow-remote", env=env, host="0.0.0.0") as server:
         assert "warning" in server.output()
         assert server.get("/status").status == 401
         assert server.get("/status", headers={"Authorization": "Bearer wrong"}).status == 401
         assert server.post("/mcp", {"jsonrpc": "2.0"}).status == 401
-        ok = server.post("/search", {"query": "restore"}, headers={"Authorization": "Bearer s3cret-token"})
+        ok = server.post("/search", {"query": "restore"}, headers={"Authorization": f"Bearer {LONG_TOKEN}"})
         assert ok.status == 200 and ok.json()["results"]
 
 
@@ -208,6 +210,7 @@ def test_the_cli_defaults_match_the_server_defaults():
     from tansaku.serve import http
 
     assert (cli_serve.DEFAULT_HOST, cli_serve.DEFAULT_PORT) == (http.DEFAULT_HOST, http.DEFAULT_PORT)
+    assert cli_serve.DEFAULT_REQUEST_TIMEOUT_S == http.DEFAULT_DEADLINE_S
 
 
 def test_other_commands_never_import_the_server_stack(indexed: Path):

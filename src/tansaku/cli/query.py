@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import UsageError
+from ..options import check_pack_options
 from .common import Output, add_format_options, add_index_option, add_query_argument, api_for
 from .search import add_result_options, add_transcript_options, positive_int, result_limit
 
@@ -148,35 +148,6 @@ def _query(args: argparse.Namespace, out: Output) -> int:
     )
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
     return 0
-
-
-def check_pack_options(
-    *,
-    pack: bool,
-    limit: int | None,
-    all: bool,
-    full: bool,
-    explain: bool,
-    max_items: int | None,
-    max_bytes: int | None,
-) -> None:
-    """Refuse options that do not go with (or without) --pack; the servers use it too."""
-    if not pack:
-        if max_items is not None or max_bytes is not None:
-            raise UsageError("--max-items and --max-bytes size a context pack", hint="add --pack")
-        return
-    # A pack is sized by its own budgets and always carries passages: the result-list options
-    # would be silently ignored, so they are refused instead.
-    clashing = [
-        flag
-        for flag, given in (("-n", limit), ("--all", all), ("--full", full), ("--explain", explain))
-        if given
-    ]
-    if clashing:
-        raise UsageError(
-            f"--pack does not take {', '.join(clashing)}",
-            hint="size a pack with --max-items and --max-bytes",
-        )
 
 
 def _pack(args: argparse.Namespace, out: Output) -> int:

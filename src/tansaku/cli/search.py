@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .. import options
+from ..options import MAX_WHOLE_NUMBER, SCRIPT_LIMIT, TERMINAL_LIMIT
 from .common import (
     Output,
     add_format_options,
@@ -15,14 +17,13 @@ from .common import (
     complete_with,
 )
 
-TERMINAL_LIMIT = 5
-SCRIPT_LIMIT = 20
-
 
 def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("must be 1 or more")
+    if value > MAX_WHOLE_NUMBER:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_WHOLE_NUMBER:,}")
     return value
 
 
@@ -89,10 +90,7 @@ def add_transcript_options(parser: argparse.ArgumentParser) -> None:
 
 
 def result_limit(args: argparse.Namespace, out: Output) -> int | None:
-    """-n, else 5 in the terminal and 20 for scripts; None (no limit) with --all."""
-    if args.all:
-        return None
-    return args.limit or (TERMINAL_LIMIT if out.fmt == "cli" else SCRIPT_LIMIT)
+    return options.result_limit(all=args.all, limit=args.limit, scripted=out.fmt != "cli")
 
 
 def register(commands: Any) -> None:

@@ -13,6 +13,7 @@ from .common import Output, add_format_options, add_index_option
 
 DEFAULT_HOST = "127.0.0.1"  # kept in step with serve/http.py (a test checks), not imported
 DEFAULT_PORT = 8181
+DEFAULT_REQUEST_TIMEOUT_S = 30.0  # kept in step with serve/requests.py (a test checks), not imported
 
 
 def register(commands: Any) -> None:
@@ -47,6 +48,14 @@ def register(commands: Any) -> None:
         action="store_true",
         help="--http: allow a non-loopback --host; needs a bearer token in TANSAKU_HTTP_TOKEN",
     )
+    mcp.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        default=DEFAULT_REQUEST_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"--http: a request's work stops after this long, with REQUEST_TIMEOUT "
+        f"(default {DEFAULT_REQUEST_TIMEOUT_S:g})",
+    )
     # Set on the command the daemon runs, so that it says what it is.
     mcp.add_argument("--as-daemon", action="store_true", help=argparse.SUPPRESS)
     add_index_option(mcp)
@@ -59,6 +68,27 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError("must be 0 to 65535")
     return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError("must be more than 0 and at most 3600")
+    return value
+
+
+def _require_server_stack() -> None:
+    """A clear error when the server's libraries are missing (an install made with --no-deps)."""
+    from importlib.util import find_spec
+
+    from ..errors import UsageError
+
+    missing = [name for name in ("mcp", "starlette", "uvicorn") if find_spec(name) is None]
+    if missing:
+        raise UsageError(
+            f"`tansaku mcp` needs {', '.join(missing)}, which this installation lacks",
+            hint="pip install 'tansaku[serve]' (or reinstall tansaku with its dependencies)",
+        )
 
 
 def _mcp(args: argparse.Namespace, out: Output) -> int:
@@ -75,21 +105,30 @@ def _mcp(args: argparse.Namespace, out: Output) -> int:
         given = [f for f, on in (("--daemon", args.daemon), ("--allow-remote", args.allow_remote)) if on]
         if given:
             raise UsageError(f"{', '.join(given)} needs --http")
+        _require_server_stack()
         from ..serve.mcp import run_stdio
 
         run_stdio(index)
         return 0
+    _require_server_stack()
     from ..serve import daemon
     from ..serve.http import Settings, check_settings, serve
 
     settings = check_settings(
-        Settings(args.host, args.port, args.allow_remote, mode="daemon" if args.as_daemon else "foreground")
+        Settings(
+            args.host,
+            args.port,
+            args.allow_remote,
+            mode="daemon" if args.as_daemon else "foreground",
+            deadline_s=args.request_timeout,
+        )
     )
     if args.daemon:
         if settings.port == 0:
             raise UsageError("--daemon needs a fixed --port", hint=f"the default is {DEFAULT_PORT}")
         argv = ["mcp", "--http", "--host", settings.host, "--port", str(settings.port), "--as-daemon"]
         argv += ["--allow-remote"] if settings.allow_remote else []
+        argv += ["--request-timeout", f"{settings.deadline_s:g}"]
         argv += ["--index", index] if index else []
         info = daemon.start(index, argv, settings.url, settings.token)
         lines = [

@@ -12,6 +12,7 @@ import hmac
 import ipaddress
 import json
 import re
+import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,6 +22,8 @@ from ..paths import VIRTUAL_PREFIX
 
 MAX_BODY_BYTES = 1024 * 1024  # far above any query or pattern; enough to stop a memory flood
 TOKEN_ENV = "TANSAKU_HTTP_TOKEN"
+# A token guessed online at a thousand tries a second: 32 characters of [A-Za-z0-9_-] are 192 bits.
+MIN_REMOTE_TOKEN_CHARS = 32
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -130,7 +133,21 @@ class Guard:
         if declared.isdigit() and int(declared) > self.max_body:
             await self._too_large(send)
             return
-        await self.app(scope, self._limited(receive, send), send)
+        # The whole body is read here, within the limit, before any route sees it: an oversized
+        # chunked body is a 413 on every route (/mcp included), and a body nested too deeply
+        # for a JSON parser is refused once, for every route, instead of failing inside one.
+        body = await self._read_body(receive)
+        if body is None:
+            await self._too_large(send)
+            return
+        if headers.get("content-type", "").lower().startswith("application/json") and too_deep(body):
+            await _reply(
+                400,
+                "USAGE",
+                f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep",
+            )(send)
+            return
+        await self.app(scope, _replay(body, receive), send)
 
     def _refusal(self, headers: dict[str, str], path: str) -> Callable[[Send], Awaitable[None]] | None:
         origin = headers.get("origin")
@@ -140,31 +157,87 @@ class Guard:
             )
         if self.hosts is not None and headers.get("host", "").lower() not in self.hosts:
             return _reply(403, "HOST_REFUSED", "the Host header does not name this server")
-        if self.token is not None and path != "/health":
-            given = headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
-                return _reply(401, "TOKEN_REQUIRED", f"send Authorization: Bearer <{TOKEN_ENV}>")
+        if (
+            self.token is not None
+            and path != "/health"
+            and not bearer_matches(headers.get("authorization", ""), self.token)
+        ):
+            return _reply(401, "TOKEN_REQUIRED", f"send Authorization: Bearer <{TOKEN_ENV}>")
         return None
 
     async def _too_large(self, send: Send) -> None:
         await _reply(413, "BODY_TOO_LARGE", f"request bodies are limited to {self.max_body} bytes")(send)
 
-    def _limited(self, receive: Receive, send: Send) -> Receive:
-        # A body sent in chunks without a length is counted as it arrives.
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        """The request's body, or None once it passes the limit (a body sent in chunks without a
+        length is counted as it arrives)."""
+        parts: list[bytes] = []
         seen = 0
-        guard = self
-
-        async def limited() -> MutableMapping[str, Any]:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > guard.max_body:
-                    raise BodyTooLarge
-            return message
+            if message["type"] != "http.request":
+                return b"".join(parts)  # the client went away; the route sees an empty body
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_body:
+                return None
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(parts)
 
-        return limited
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives the buffered body once, then the client's own messages (a
+    disconnect, which is how a route learns that its client went away)."""
+    sent = False
+
+    async def replayed() -> MutableMapping[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
-class BodyTooLarge(Exception):
-    """Raised into the app when a chunked body passes the limit; the app answers 413."""
+MAX_JSON_DEPTH = 64  # far deeper than any request's fields; a parser's own limit is about 1,000
+
+
+def too_deep(body: bytes) -> bool:
+    """Whether the JSON body nests arrays and objects deeper than MAX_JSON_DEPTH. Counting the
+    brackets first keeps the common case to two C-speed counts."""
+    if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
+        return False
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
+
+
+def new_token() -> str:
+    """A fresh token for --allow-remote: 43 URL-safe characters (256 random bits)."""
+    return secrets.token_urlsafe(32)
+
+
+def bearer_matches(authorization: str, token: str) -> bool:
+    """``Authorization: Bearer TOKEN``, the scheme in any case (RFC 7235), the token compared in
+    constant time."""
+    scheme, _, given = authorization.strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())

@@ -13,7 +13,7 @@ import os
 import socket
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.requests import Request
@@ -22,13 +22,13 @@ from starlette.routing import Route
 
 from .. import __version__
 from ..errors import TansakuError, UsageError
-from . import guard
-from .requests import Service
+from . import connections, guard
+from .requests import DEFAULT_DEADLINE_S, Service
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
 _STATUS_BY_EXIT = {1: 404, 2: 400, 3: 503, 4: 500}
-_STATUS_BY_CODE = {"PATH_REFUSED": 403}
+_STATUS_BY_CODE = {"PATH_REFUSED": 403, "REQUEST_TIMEOUT": 503}
 
 
 class PortInUse(TansakuError):
@@ -48,6 +48,7 @@ class Settings:
     allow_remote: bool = False
     token: str | None = None
     mode: str = "foreground"  # or "daemon": said by /health and on start
+    deadline_s: float = DEFAULT_DEADLINE_S  # a request's work stops here (REQUEST_TIMEOUT)
 
     @property
     def url(self) -> str:
@@ -64,12 +65,17 @@ def check_settings(settings: Settings) -> Settings:
                 f"{settings.host} is not a loopback address: your documents would be served to the network",
                 hint=f"add --allow-remote and set {guard.TOKEN_ENV}, or bind 127.0.0.1",
             )
-        if not token:
-            raise RemoteRefused(
-                f"--allow-remote needs a bearer token: set {guard.TOKEN_ENV}",
-                hint=f"e.g. export {guard.TOKEN_ENV}=$(openssl rand -hex 32)",
+        if not token or len(token) < guard.MIN_REMOTE_TOKEN_CHARS:
+            said = (
+                f"needs a token of at least {guard.MIN_REMOTE_TOKEN_CHARS} characters"
+                if token
+                else "needs a bearer token"
             )
-    return Settings(settings.host, settings.port, settings.allow_remote, token, settings.mode)
+            raise RemoteRefused(
+                f"--allow-remote {said}: set {guard.TOKEN_ENV}",
+                hint=f"for example this one, made now: export {guard.TOKEN_ENV}={guard.new_token()}",
+            )
+    return replace(settings, token=token)
 
 
 def bind(settings: Settings, in_use_by: Callable[[int], str]) -> socket.socket:
@@ -94,19 +100,19 @@ def bind(settings: Settings, in_use_by: Callable[[int], str]) -> socket.socket:
     return sock
 
 
-def _error(exc: TansakuError) -> JSONResponse:
+def _error(exc: TansakuError, service: Service) -> JSONResponse:
     status = _STATUS_BY_CODE.get(exc.code, _STATUS_BY_EXIT.get(exc.exit_code, 400))
-    return JSONResponse({"error": exc.to_dict()}, status_code=status)
+    return JSONResponse(service.error_data(exc), status_code=status)
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
     if not request.headers.get("content-type", "").lower().startswith("application/json"):
         # A web page can POST text/plain without a preflight; JSON always needs one.
         raise UsageError("send the request as JSON (Content-Type: application/json)")
-    body = await request.body()  # guard.BodyTooLarge past the limit, answered by the endpoint
+    body = await request.body()  # read within the limit by the guard, which answers 413 past it
     try:
         data = json.loads(body or b"{}")
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise UsageError(f"the body is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise UsageError("the body must be a JSON object")
@@ -119,16 +125,41 @@ def _endpoint(
     async def handle(request: Request) -> Response:
         try:
             fields = await read(request)
-            answer = await service.run(operation, fields)
-        except guard.BodyTooLarge:
-            return JSONResponse(
-                {"error": {"code": "BODY_TOO_LARGE", "message": "request body too large"}}, status_code=413
-            )
+            answer = await _unless_gone(request, service.run(operation, fields))
         except TansakuError as exc:
-            return _error(exc)
+            return _error(exc, service)
+        if answer is None:  # the client went away: its work was stopped, and nobody reads a reply
+            return Response(status_code=499)
         return JSONResponse(answer.data)
 
     return handle
+
+
+async def _unless_gone(request: Request, work: Awaitable[Any]) -> Any:
+    """``work``'s result, or None as soon as the client disconnects (which cancels the work)."""
+    import anyio
+
+    result: list[Any] = []
+    failed: list[TansakuError] = []
+
+    async def run_work() -> None:
+        try:
+            result.append(await work)
+        except TansakuError as exc:  # raised below, not as a task group's ExceptionGroup
+            failed.append(exc)
+        group.cancel_scope.cancel()
+
+    async def watch() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        group.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run_work)
+        group.start_soon(watch)
+    if failed:
+        raise failed[0]
+    return result[0] if result else None
 
 
 async def _query_params(request: Request) -> dict[str, Any]:
@@ -166,6 +197,8 @@ def app(service: Service, settings: Settings) -> guard.Guard:
         # Guard checks Host and Origin for every route (with 403, the SDK's own check answers 421).
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         max_request_body_size=guard.MAX_BODY_BYTES,
+        session_idle_timeout=connections.MCP_SESSION_IDLE_S,
+        max_sessions=connections.MAX_MCP_SESSIONS,
         host=settings.host,
         custom_starlette_routes=routes(service, settings),
     )
@@ -211,18 +244,23 @@ def serve(index_name: str | None, settings: Settings, in_use_by: Callable[[int],
     settings = check_settings(settings)
     sock = bind(settings, in_use_by)
     if settings.port == 0:  # the OS chose one: say which
-        settings = Settings(
-            settings.host, sock.getsockname()[1], settings.allow_remote, settings.token, settings.mode
-        )
+        settings = replace(settings, port=sock.getsockname()[1])
     if not guard.is_loopback(settings.host):
         sys.stderr.write(
             f"warning: serving {settings.host} beyond this machine; every request needs the bearer token\n"
         )
-    service = Service(index_name)
+    service = Service(index_name, deadline_s=settings.deadline_s)
     application = app(service, settings)
     sys.stdout.write(banner(service, settings))
     sys.stdout.flush()
     config = uvicorn.Config(
-        application, log_level="warning", lifespan="on", timeout_graceful_shutdown=3, access_log=False
+        application,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=3,
+        access_log=False,
+        http=connections.protocol_class(),
+        timeout_keep_alive=int(connections.KEEP_ALIVE_S),
+        limit_concurrency=connections.MAX_CONNECTIONS,
     )
     uvicorn.Server(config).run(sockets=[sock])

@@ -206,8 +206,11 @@ def tool_result(answer: Answer, service: Service) -> types.CallToolResult:
 
 
 def error_result(exc: TansakuError, service: Service) -> types.CallToolResult:
-    data = {"error": exc.to_dict()}
-    lines = [f"error [{exc.code}]: {exc.message}"] + ([f"hint: {exc.hint}"] if exc.hint else [])
+    data = service.error_data(exc)
+    error = data["error"]
+    lines = [f"error [{exc.code}]: {error['message']}"] + (
+        [f"hint: {error['hint']}"] if error.get("hint") else []
+    )
     notes = advice.for_codes(advice.codes_of(data), _pending(service, data))
     return types.CallToolResult(
         content=[types.TextContent(text="\n".join(lines) + "\n" + advice.text(notes))],
@@ -271,7 +274,7 @@ def build(service: Service) -> Server[Any]:
         try:
             answer = await service.run("get", {"ref": uri, "line_numbers": False})
         except TansakuError as exc:
-            raise ValueError(json.dumps(exc.to_dict())) from exc
+            raise ValueError(json.dumps(service.error_data(exc)["error"])) from exc
         text = "\n".join(answer.data["lines"]) + ("\n" if answer.data["lines"] else "")
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")]

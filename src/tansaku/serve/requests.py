@@ -10,16 +10,18 @@ the API rather than restated, so a request and the same command give the same re
 from __future__ import annotations
 
 import json
+import math
+import sys
 import threading
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 from ..api import Tansaku
-from ..cli.query import check_pack_options
-from ..cli.search import result_limit
-from ..errors import UsageError
+from ..errors import TansakuError, UsageError
+from ..limits import WorkExpired, bounded
+from ..options import MAX_WHOLE_NUMBER, check_pack_options, result_limit
 from ..render import RenderOptions, render
 from ..render.jsonfmt import render_pack, to_data
 from .guard import check_ref, check_refs
@@ -36,6 +38,11 @@ _ALIASES = {
 }
 SEARCH_KINDS = ("lex", "vec", "hyde")
 MAX_SEARCHES = 10  # the query document's own limit (hybrid/document.py) says why; checked there too
+MAX_RERANK_BUDGET_S = 600.0  # a request's rerank budget; the request's own deadline bounds it anyway
+# A request's work stops at this deadline (REQUEST_TIMEOUT): a cold `query` that loads three
+# models takes a few seconds, so this only ever stops work nobody meant to ask for.
+DEFAULT_DEADLINE_S = 30.0
+_REPLY_GRACE_S = 2.0  # past the deadline, the answer waits this long for a worker inside a model call
 
 
 @dataclass(frozen=True)
@@ -105,31 +112,28 @@ class Fields:
         value = self.values.get(name)
         if value is None:
             return None
-        if isinstance(value, str) and value.isdigit():
+        if isinstance(value, str) and value.isdigit() and len(value) <= len(str(MAX_WHOLE_NUMBER)):
             value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UsageError(f"field {name!r} must be a whole number of 1 or more")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WHOLE_NUMBER:
+            raise UsageError(f"field {name!r} must be a whole number from 1 to {MAX_WHOLE_NUMBER:,}")
         return value
 
-    def number(self, name: str, *, low: float, high: float | None = None) -> float | None:
+    def number(self, name: str, *, low: float, high: float) -> float | None:
         value = self.values.get(name)
         if value is None:
             return None
         try:
             number = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise UsageError(f"field {name!r} must be a number") from None
-        if isinstance(value, bool) or not (number >= low and (high is None or number <= high)):
-            bounds = f"between {low:g} and {high:g}" if high is not None else f"{low:g} or more"
-            raise UsageError(f"field {name!r} must be {bounds}")
+        if isinstance(value, bool) or not math.isfinite(number) or not (number >= low and number <= high):
+            raise UsageError(f"field {name!r} must be a number from {low:g} to {high:g}")
         return number
 
 
 def _limit(f: Fields) -> int | None:
     # The CLI's own rule, with the format of a script (json): -n, else 20; --all is no limit.
-    return result_limit(
-        SimpleNamespace(all=f.flag("all"), limit=f.count("limit")), SimpleNamespace(fmt="json")
-    )
+    return result_limit(all=f.flag("all"), limit=f.count("limit"), scripted=True)
 
 
 def _optional(**values: Any) -> dict[str, Any]:
@@ -207,7 +211,7 @@ def _query(api: Tansaku, f: Fields) -> Any:
         "intent": f.text("intent"),
         "expand": not f.flag("no_expand"),
         "rerank": not f.flag("no_rerank"),
-        "rerank_budget": f.number("rerank_budget", low=0),
+        "rerank_budget": f.number("rerank_budget", low=0, high=MAX_RERANK_BUDGET_S),
         **_optional(
             min_score=f.number("min_score", low=0, high=1), candidate_limit=f.count("candidate_limit")
         ),
@@ -290,8 +294,9 @@ class Service:
     queries, because its generator and reranker contexts are not safe to share between threads.
     """
 
-    def __init__(self, index_name: str | None = None) -> None:
+    def __init__(self, index_name: str | None = None, *, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
         self.api = Tansaku(index_name, keep_vectors=True, keep_connections=True)
+        self.deadline_s = deadline_s
         self._models = threading.Lock()
         self._limiters: dict[bool, Any] = {}
 
@@ -301,7 +306,11 @@ class Service:
         CPU per request instead of 11.8 (threads fight over the GIL) and p50 rose from 62 to 72 ms
         (evals/bench_serve.py). Requests that load models (vsearch, query) have workers of their
         own, so keyword searches never wait behind a slow query. Each worker keeps a read
-        connection with its own page cache: the count bounds the server's memory too."""
+        connection with its own page cache: the count bounds the server's memory too.
+
+        A request is answered within its deadline (``REQUEST_TIMEOUT``) even when its worker is
+        inside a long model call; a request whose caller goes away (its task is cancelled) stops
+        at the worker's next check instead of running on."""
         import anyio
 
         operation = OPERATIONS.get(name)
@@ -311,18 +320,57 @@ class Service:
             from ..models.threads import usable_cpus
 
             limiter = self._limiters[slow] = anyio.CapacityLimiter(max(2, usable_cpus()))
-        return await anyio.to_thread.run_sync(self.call, name, raw, limiter=limiter)
+        cancelled = threading.Event()
+        try:
+            with anyio.fail_after(self.deadline_s + _REPLY_GRACE_S):
+                return await anyio.to_thread.run_sync(
+                    self.call, name, raw, cancelled, limiter=limiter, abandon_on_cancel=True
+                )
+        except TimeoutError:
+            cancelled.set()
+            raise WorkExpired(
+                f"the request ran past its limit of {self.deadline_s:g} s", seconds=self.deadline_s
+            ) from None
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
 
-    def call(self, name: str, raw: Mapping[str, Any]) -> Answer:
+    def call(self, name: str, raw: Mapping[str, Any], cancelled: threading.Event | None = None) -> Answer:
         operation = OPERATIONS.get(name)
         if operation is None:
             raise UsageError(f"unknown operation {name!r}", hint=f"one of: {', '.join(OPERATIONS)}")
         fields = Fields(raw, set(operation.fields))
-        if operation.models:
-            with self._models:
-                result = operation.run(self.api, fields)
-        else:
-            result = operation.run(self.api, fields)
+        try:
+            with bounded(self.deadline_s, cancelled):
+                if operation.models:
+                    with self._models:
+                        result = operation.run(self.api, fields)
+                else:
+                    result = operation.run(self.api, fields)
+                data = json_data(result)
+        except TansakuError:
+            raise
+        except Exception as exc:
+            # A request must never see a traceback or a disk path; the server's log keeps both.
+            sys.stderr.write(f"tansaku: internal error in {name}:\n{traceback.format_exc()}")
+            raise InternalError(
+                f"the server failed on this {name} request ({type(exc).__name__}); its log has the details"
+            ) from None
         line_numbers = fields.values.get("line_numbers", operation.line_numbers)
         options = RenderOptions(line_numbers=bool(line_numbers), full_path=fields.flag("full_path"))
-        return Answer(json_data(result), lambda: render(result, "cli", options))
+        return Answer(data, lambda: render(result, "cli", options))
+
+    def error_data(self, exc: TansakuError) -> dict[str, Any]:
+        """The error object a client gets: the CLI's, with no path outside the collections."""
+        from .shown_paths import hide_paths
+
+        try:
+            roots = [c.path for c in self.api.config().collections.values()]
+        except TansakuError:  # a config that cannot be read shows no collection's paths
+            roots = []
+        return {"error": hide_paths(exc.to_dict(), roots)}
+
+
+class InternalError(TansakuError):
+    code = "INTERNAL"
+    exit_code = 4
