@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import IndexMissing, IndexSchemaMismatch, TansakuError
+from ..errors import IndexCorrupt, IndexMissing, IndexSchemaMismatch, TansakuError
 from ..store import db
 from .checks import FAIL, OK, WARN, check
 from .checks import shell_quote as _q
@@ -228,13 +228,14 @@ def index_checks(
     try:
         size = index_path.stat().st_size
         checks.append(check("index", OK, f"{index_path} ({size} bytes, schema {SCHEMA_VERSION})"))
-        _run(checks, "index.integrity", rebuild, lambda: _integrity(conn, rebuild))
+        _run(checks, "index.integrity", rebuild, lambda: _integrity(conn, rebuild), index_path=index_path)
         if config is not None:
             _run(
                 checks,
                 "index.pending",
                 "tansaku update",
                 lambda: _pending(conn, config, config_path),
+                index_path=index_path,
                 damaged=rebuild,
             )
     finally:
@@ -261,14 +262,20 @@ def _run(
     fix: str,
     step: Callable[[], list[DoctorCheck]],
     *,
+    index_path: Path,
     damaged: str | None = None,
 ) -> None:
-    """A check that cannot even run (a damaged page, a locked file) is itself a failure. When
-    SQLite finds the file damaged, ``damaged`` is the fix (rebuilding, not the check's usual one)."""
+    """A check that cannot even run (a damaged page, a locked file) is itself a failure. Only
+    when SQLite finds the file damaged is ``damaged`` the fix (rebuilding, not the check's usual
+    one); a locked or unreadable disk gets its own cause and hint."""
     try:
         checks.extend(step())
     except db.DatabaseError as exc:
-        checks.append(check(name, FAIL, f"cannot check: the index is damaged ({exc})", damaged or fix))
+        cause = db.translate(exc, index_path)
+        if isinstance(cause, IndexCorrupt) or not isinstance(cause, TansakuError):
+            checks.append(check(name, FAIL, f"cannot check: the index is damaged ({exc})", damaged or fix))
+        else:
+            checks.append(check(name, FAIL, f"cannot check: {cause.message}", cause.hint or fix))
     except TansakuError as exc:
         checks.append(check(name, FAIL, exc.message, fix))
 
