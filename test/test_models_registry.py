@@ -78,7 +78,7 @@ def test_models_add_says_when_the_environment_overrides_it(cli, gguf_file: Path,
     assert "TANSAKU_EMBED_MODEL is set and wins over the config" in data["message"]
     monkeypatch.delenv("TANSAKU_EMBED_MODEL")
     rows = {m["role"]: m for m in cli("models", "list", "--json").json()["models"]}
-    assert (rows["embed"]["source"], rows["embed"]["reference"]) == ("config", str(gguf_file))
+    assert (rows["embed"]["source"], rows["embed"]["reference"]) == ("user", str(gguf_file))
 
 
 def test_env_hf_reference_and_an_empty_env_var(config_path: Path, model_dir: Path, monkeypatch):
@@ -135,7 +135,7 @@ def test_models_add_writes_the_config_and_keeps_collections_and_contexts(
     before = settings.load(config_path)
     raw_before = tomllib.loads(config_path.read_text(encoding="utf-8"))
 
-    result = cli("models", "add", "embed", gguf_file, "--json")
+    result = cli("models", "add", "embed", gguf_file, "--this-index", "--json")
     assert result.exit_code == 0, result.stderr
     data = result.json()
     assert (data["role"], data["source"], data["local_path"], data["dims"]) == (
@@ -154,7 +154,7 @@ def test_models_add_writes_the_config_and_keeps_collections_and_contexts(
     assert cli("collection", "list").exit_code == 0
     assert cli("search", "restore").exit_code == 0
 
-    again = cli("models", "add", "generate", gguf_file)
+    again = cli("models", "add", "generate", gguf_file, "--this-index")
     assert again.exit_code == 0
     assert tomllib.loads(config_path.read_text(encoding="utf-8"))["models"] == {
         "embed": str(gguf_file),
@@ -164,7 +164,7 @@ def test_models_add_writes_the_config_and_keeps_collections_and_contexts(
 
 
 def test_models_add_resolves_a_relative_path_against_the_cwd(cli, gguf_file: Path, config_path: Path):
-    result = cli("models", "add", "rerank", "mini.gguf", cwd=gguf_file.parent)
+    result = cli("models", "add", "rerank", "mini.gguf", "--this-index", cwd=gguf_file.parent)
     assert result.exit_code == 0, result.stderr
     assert tomllib.loads(config_path.read_text(encoding="utf-8"))["models"]["rerank"] == str(gguf_file)
 
@@ -203,11 +203,12 @@ def test_models_list_shows_source_presence_size_and_dims(cli, gguf_file: Path, m
     assert rows["embed"] | {"local_path": None} == {
         "role": "embed",
         "reference": str(gguf_file),
-        "source": "config",
+        "source": "user",
         "local_path": None,
         "present": True,
         "size": gguf_file.stat().st_size,
         "dims": 384,
+        "set_in": str(registry.user_models_path(Path(data["config_file"]))),
     }
     assert rows["generate"]["source"] == "env"
     assert rows["generate"]["local_path"] == str(model_dir / "test-org" / "tiny-GGUF" / "tiny.gguf")
@@ -215,7 +216,7 @@ def test_models_list_shows_source_presence_size_and_dims(cli, gguf_file: Path, m
 
     text = cli("models", "list").stdout
     embed_line = next(line for line in text.splitlines() if line.startswith("embed "))
-    assert "present" in embed_line and "384" in embed_line and "config" in embed_line
+    assert "present" in embed_line and "384" in embed_line and "user" in embed_line
     generate_line = next(line for line in text.splitlines() if line.startswith("generate "))
     assert "missing" in generate_line and HF_EMBED in generate_line and "env" in generate_line
     assert "tansaku models pull" in text
@@ -296,6 +297,6 @@ def test_the_cli_role_list_is_the_registry_role_list():
 
 
 def test_collection_commands_keep_the_models_table(cli, sample: Path, config_path: Path, gguf_file: Path):
-    assert cli("models", "add", "embed", gguf_file).exit_code == 0
+    assert cli("models", "add", "embed", gguf_file, "--this-index").exit_code == 0
     assert cli("collection", "add", sample, "--name", "sample").exit_code == 0
     assert tomllib.loads(config_path.read_text(encoding="utf-8")).get("models") == {"embed": str(gguf_file)}

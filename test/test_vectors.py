@@ -269,7 +269,7 @@ def test_models_import_converts_a_folder_and_embed_uses_it(cli, tmp_path: Path, 
     result = cli("models", "import", find_minilm_package(), "--name", "minilm", "--json")
     assert result.exit_code == 0, result.stderr
     data = result.json()
-    assert data["dims"] == 384 and data["source"] == "config"
+    assert data["dims"] == 384 and data["source"] == "user"
     assert embed(cli)["collections"][0]["embedded"] == 13
     assert cli("vsearch", "restore a file", "--json").json()["results"]
     refused = cli("models", "import", tmp_path, "--json")

@@ -1,8 +1,10 @@
 """One order for every setting: command-line flag, then environment variable, then config file,
-then default (as pip and git do).
+then (for the settings a person holds across indexes, such as models) the user-wide file, then
+default (as pip and git do).
 
 The nearest, most short-lived statement of intent wins: a flag is typed for this one run, an
-environment variable for this shell or job, the config file for every run. Each setting is looked
+environment variable for this shell or job, an index's config file for every run on that index,
+the user-wide file for every index that does not say otherwise. Each setting is looked
 up through ``choose`` so that the order cannot drift between settings, and every caller learns
 where the value came from (``status``, ``models list`` and ``doctor`` show it).
 
@@ -15,8 +17,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-FLAG, ENV, CONFIG, DEFAULT = "flag", "env", "config", "default"
-SOURCES = (FLAG, ENV, CONFIG, DEFAULT)
+FLAG, ENV, CONFIG, USER, DEFAULT = "flag", "env", "config", "user", "default"
+SOURCES = (FLAG, ENV, CONFIG, USER, DEFAULT)
 
 
 class _Missing:
@@ -28,7 +30,7 @@ MISSING: Any = _Missing()  # "the config file does not set it", as None may be a
 
 
 def choose(
-    *, default: Any, env: str | None = None, config: Any = MISSING, flag: Any = None
+    *, default: Any, env: str | None = None, config: Any = MISSING, user: Any = MISSING, flag: Any = None
 ) -> tuple[Any, str]:
     """The raw value that wins and its source (one of SOURCES).
 
@@ -43,6 +45,8 @@ def choose(
             return raw, ENV
     if config is not MISSING:
         return config, CONFIG
+    if user is not MISSING:
+        return user, USER
     return default, DEFAULT
 
 

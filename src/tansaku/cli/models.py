@@ -1,4 +1,7 @@
-"""`tansaku models list|pull|add|path`: which model files the roles use, and fetching them.
+"""`tansaku models list|pull|add|import|path`: which model files the roles use, and fetching them.
+
+Choices are the person's, for every index (the user-wide models file), unless `--this-index`
+keeps one to the current index (its config); `models list` says which applies.
 
 `pull` is the only command in tansaku that uses the network. The registry is imported by the
 handlers, not here: every command pays for what this module imports when the parser is built.
@@ -36,9 +39,12 @@ def register(commands: Any) -> None:
     complete_with(roles, _roles)
     _common(pull, _pull)
 
-    add = sub.add_parser("add", help="use a local GGUF file for ROLE (written to the config)")
+    add = sub.add_parser(
+        "add", help="use a local GGUF file for ROLE in every index (the user-wide models file)"
+    )
     add.add_argument("role", choices=ROLES)
     add.add_argument("path", help="a .gguf file")
+    _this_index_option(add)
     _common(add, _add)
 
     convert = sub.add_parser(
@@ -48,10 +54,15 @@ def register(commands: Any) -> None:
     convert.add_argument(
         "folder", help="a sentence-transformers model folder (config.json, model.safetensors, ...)"
     )
-    convert.add_argument("--name", help="file name in the models folder (default: the folder's name)")
+    convert.add_argument(
+        "--name",
+        help="the model's name, for its file in the models folder (default: the folder's name, or the"
+        " name in its model card when the folder has a generic one such as 'model')",
+    )
     convert.add_argument(
         "--dtype", choices=("f16", "f32"), default="f16", help="weight precision (default f16)"
     )
+    _this_index_option(convert)
     _common(convert, _import)
 
     path = sub.add_parser("path", help="print the local file of ROLE's model (exit 1 if it is missing)")
@@ -61,6 +72,19 @@ def register(commands: Any) -> None:
 
 def _roles(prefix: str, **_: Any) -> tuple[str, ...]:
     return ROLES
+
+
+def _this_index_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--this-index",
+        action="store_true",
+        help="save the choice in this index's config only (default: the user-wide models file, used by"
+        " every index that does not set its own)",
+    )
+
+
+# How `models list` names each source: which file's choice applies.
+SOURCE_SHOWN = {"config": "index", "user": "user"}
 
 
 def _common(parser: argparse.ArgumentParser, handler: Any) -> None:
@@ -78,6 +102,7 @@ def _ref_data(ref: Any, dims: int | None) -> dict[str, Any]:
         "present": ref.present,
         "size": ref.size,
         "dims": dims,
+        "set_in": str(ref.set_in) if ref.set_in is not None else None,
     }
 
 
@@ -89,16 +114,22 @@ def _list(args: argparse.Namespace, out: Output) -> int:
     config_path = api_for(args).config_path
     refs = registry.resolve_all(config_path)
     dims = {r.role: registry.embedding_length(r.local_path) if r.present else None for r in refs}
+    user_file = registry.user_models_path(config_path)
     rows = [["role", "status", "size", "dims", "source", "reference"]]
     for r in refs:
         shown_dims = "-" if not r.present else str(dims[r.role] or "?")
         size = human_size(r.size) if r.size is not None else "-"
-        rows.append([r.role, "present" if r.present else "missing", size, shown_dims, r.source, r.reference])
+        source = SOURCE_SHOWN.get(r.source, r.source)
+        rows.append([r.role, "present" if r.present else "missing", size, shown_dims, source, r.reference])
     lines = table(rows, right=frozenset({2, 3}))
     lines += ["", "local files:"] + [f"  {r.role:<9} {r.local_path}" for r in refs]
     threads = thread_setting(config_path)
     lines += ["", f"threads: {threads.describe()}" + (f" ({threads.problem})" if threads.problem else "")]
-    lines += ["source: env (TANSAKU_ROLE_MODEL) > config ([models] ROLE) > default"]
+    lines += [
+        "source: env (TANSAKU_ROLE_MODEL) > index (this index's own choice) > user (every index's) > default",
+        f"  index: [models] ROLE in {config_path}",
+        f"  user:  [models] ROLE in {user_file}",
+    ]
     if any(not r.present and r.hf for r in refs):
         lines += [
             "",
@@ -108,6 +139,8 @@ def _list(args: argparse.Namespace, out: Output) -> int:
         {
             "models": [_ref_data(r, dims[r.role]) for r in refs],
             "model_dir": str(registry.model_dir()),
+            "config_file": str(config_path),
+            "user_models_file": str(user_file),
             "threads": {"value": threads.value, "source": threads.source, "problem": threads.problem},
             "message": "\n".join(lines),
         }
@@ -168,21 +201,47 @@ def _add(args: argparse.Namespace, out: Output) -> int:
     from ..models import registry
 
     config_path = api_for(args).config_path
-    ref = registry.register(args.role, Path(args.path), config_path)
-    message = f"{ref.role}: now uses {ref.local_path} (saved in {config_path})"
-    if ref.source != "config":  # the environment variable wins over the file just written
-        message = (
-            f"{ref.role}: saved {path_given(args)} in {config_path}, but {registry.env_var(ref.role)} is set"
-            f" and wins over the config: {ref.role} still uses {ref.local_path}; unset it to use the new file"
-        )
+    done = registry.register(args.role, Path(args.path), config_path, scope=_scope(args))
+    ref = done.ref
     out.render(
         {
             **_ref_data(ref, registry.embedding_length(ref.local_path)),
-            "config": str(config_path),
-            "message": message,
+            "config": str(done.saved_in),
+            "scope": _scope(args),
+            "dropped_from_index": done.dropped_from_index,
+            "indexes_with_own": list(done.others_keep_own),
+            "message": registered_message(done, path_given(args), _scope(args)),
         }
     )
     return 0
+
+
+def _scope(args: argparse.Namespace) -> str:
+    return "index" if args.this_index else "user"
+
+
+def registered_message(done: Any, given: str, scope: str) -> str:
+    from ..models import registry
+
+    ref = done.ref
+    if ref.source == "env":  # the environment variable wins over the file just written
+        return (
+            f"{ref.role}: saved {given} in {done.saved_in}, but {registry.env_var(ref.role)} is set"
+            f" and wins over the config: {ref.role} still uses {ref.local_path}; unset it to use the new file"
+        )
+    where = "this index" if scope == "index" else "every index"
+    lines = [f"{ref.role}: now uses {ref.local_path} in {where} (saved in {done.saved_in})"]
+    if done.dropped_from_index:
+        lines.append(
+            f"this index's own {ref.role} choice ({done.dropped_from_index}) was removed from its config"
+        )
+    if done.others_keep_own:
+        names = ", ".join(done.others_keep_own)
+        lines.append(
+            f"these indexes set their own {ref.role} model and keep it: {names}"
+            f" (`tansaku --index NAME models add {ref.role} PATH` to change one)"
+        )
+    return "\n".join(lines)
 
 
 def path_given(args: argparse.Namespace) -> str:
@@ -197,14 +256,15 @@ def _import(args: argparse.Namespace, out: Output) -> int:
 
     from ..errors import PathNotFound, UsageError
     from ..models import registry
-    from ..models.convert import convert_sentence_transformer
+    from ..models.convert import convert_sentence_transformer, file_safe, model_name
 
     folder = Path(args.folder).expanduser()
     if not folder.is_dir():
         raise PathNotFound(f"{args.folder!r} is not a folder")
-    target = registry.model_dir() / "imported" / f"{args.name or folder.resolve().name}-{args.dtype}.gguf"
+    name = args.name or model_name(folder)
+    target = registry.model_dir() / "imported" / f"{file_safe(name)}-{args.dtype}.gguf"
     try:
-        info = convert_sentence_transformer(folder, target, dtype=args.dtype)
+        info = convert_sentence_transformer(folder, target, dtype=args.dtype, name=name)
     except ImportError as exc:
         raise UsageError(str(exc), hint="pip install 'tansaku[models]'") from exc
     except (ValueError, FileNotFoundError) as exc:
@@ -213,12 +273,22 @@ def _import(args: argparse.Namespace, out: Output) -> int:
             hint="only BERT-family sentence-transformers folders are supported",
         ) from exc
     config_path = api_for(args).config_path
-    ref = registry.register("embed", info.out_path, config_path)
+    done = registry.register("embed", info.out_path, config_path, scope=_scope(args))
     message = (
-        f"converted {folder} to {info.out_path} ({info.dims} dims, {info.layers} layers,"
-        f" {info.pooling} pooling); embed now uses it (saved in {config_path}). Run `tansaku embed`."
+        f"converted {folder} ({name}) to {info.out_path} ({info.dims} dims, {info.layers} layers,"
+        f" {info.pooling} pooling)\n{registered_message(done, str(info.out_path), _scope(args))}"
+        "\nRun `tansaku embed`."
     )
-    out.render({**_ref_data(ref, info.dims), "sha256": info.sha256, "message": message})
+    out.render(
+        {
+            **_ref_data(done.ref, info.dims),
+            "name": name,
+            "config": str(done.saved_in),
+            "scope": _scope(args),
+            "sha256": info.sha256,
+            "message": message,
+        }
+    )
     return 0
 
 

@@ -34,7 +34,9 @@ __all__ = [
     "ConversionInfo",
     "convert_cross_encoder_for_tests",
     "convert_sentence_transformer",
+    "file_safe",
     "find_minilm_package",
+    "model_name",
 ]
 
 # Bump whenever the bytes written for the same input change, so cached conversions are redone.
@@ -110,6 +112,73 @@ def find_minilm_package() -> Path | None:
     return None
 
 
+# Folder names that say where a model is kept, not which model it is (a package's ``model``
+# folder, the Hugging Face cache's ``snapshots/<commit>``).
+_GENERIC_FOLDERS = frozenset({"model", "models", "snapshot", "snapshots", "main", "files", "weights", "hf"})
+_COMMIT_LIKE = re.compile(r"\A[0-9a-f]{12,64}\Z")
+_NAME_LIKE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._/-]{0,127}\Z")
+_UNSAFE_IN_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def model_name(src_dir: Path) -> str:
+    """The model's own name for a folder: the folder's name, unless it is a generic one (then the
+    Hugging Face cache's ``models--OWNER--NAME``, the model card's title, config.json's
+    ``_name_or_path``, in that order: the card names the fine-tuned model, config.json often only
+    the base it was trained from)."""
+    folder = Path(os.path.abspath(src_dir))
+    if not _is_generic(folder.name):
+        return folder.name
+    for part in reversed(folder.parts):
+        if part.startswith("models--") and part.count("--") >= 2:
+            return part.rsplit("--", 1)[1]
+    title = _card_title(folder / "README.md")
+    if title:
+        return title
+    try:
+        named = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("_name_or_path")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        named = None
+    if isinstance(named, str) and _NAME_LIKE.match(named.strip()):
+        return named.strip().rstrip("/").rsplit("/", 1)[-1]
+    return folder.name or "model"
+
+
+def file_safe(name: str) -> str:
+    """``name`` as one file name: runs of characters other than letters, digits, '.', '_', '-'
+    become one '-'."""
+    return _UNSAFE_IN_FILE_NAME.sub("-", name).strip("-.") or "model"
+
+
+def _is_generic(name: str) -> bool:
+    return not name or name.lower() in _GENERIC_FOLDERS or _COMMIT_LIKE.match(name) is not None
+
+
+def _card_title(readme: Path) -> str | None:
+    """The first ``# `` heading of a model card, when it reads as a model name (one word such as
+    ``all-MiniLM-L6-v2``, not a sentence); front matter and code blocks are skipped."""
+    try:
+        lines = readme.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    fenced = front = False
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if number == 0 and stripped == "---":
+            front = True
+            continue
+        if front:
+            front = stripped != "---"
+            continue
+        if stripped.startswith("```"):
+            fenced = not fenced
+        elif not fenced and stripped.startswith("# "):
+            title = stripped[2:].strip()
+            if _NAME_LIKE.match(title) and "{" not in title:
+                return title.rstrip("/").rsplit("/", 1)[-1]
+            return None
+    return None
+
+
 def convert_sentence_transformer(
     src_dir: Path, out_path: Path, *, dtype: str = "f16", name: str | None = None
 ) -> ConversionInfo:
@@ -128,7 +197,7 @@ def convert_sentence_transformer(
     tensors = _map_tensors(_read_safetensors(src_dir / "model.safetensors"), spec, dtype)
 
     sha256 = _write_atomically(
-        out_path, lambda tmp: _write_gguf(tmp, spec, tensors, dtype, name or src_dir.resolve().name)
+        out_path, lambda tmp: _write_gguf(tmp, spec, tensors, dtype, name or model_name(src_dir))
     )
     return ConversionInfo(
         out_path=out_path,

@@ -2,10 +2,13 @@
 
 A role (embed, generate, rerank) names its model with a reference: a local GGUF path, or
 ``hf:OWNER/REPO/FILE`` for a file on the Hugging Face hub. The reference comes from
-``TANSAKU_<ROLE>_MODEL``, else the config file's ``[models]`` table, else the defaults below (the
-order of every setting: ``tansaku.precedence``). Nothing here
-touches the network: ``hf:`` files are only downloaded by ``tansaku models pull``
-(``models/download.py``); until then they are reported missing.
+``TANSAKU_<ROLE>_MODEL``, else this index's config (its ``[models]`` table), else the user-wide
+models file beside the index configs (``models.user.toml``, the same table), else the defaults
+below (the order of every setting: ``tansaku.precedence``). Model files and the choice of them
+belong to the person, not to one index: ``models add`` writes the user-wide file unless told to
+keep the choice to one index. Nothing here touches the network: ``hf:`` files are only
+downloaded by ``tansaku models pull`` (``models/download.py``); until then they are reported
+missing.
 
 Stdlib only, so listing models costs no heavy import.
 """
@@ -25,6 +28,9 @@ from ..paths import _xdg
 ROLES = ("embed", "generate", "rerank")
 HF_PREFIX = "hf:"
 GGUF_MAGIC = b"GGUF"
+# The dot keeps it apart from every index's own config (index names are letters, digits, '_', '-').
+USER_MODELS_FILE = "models.user.toml"
+SCOPES = ("user", "index")
 
 # Downloaded only by `tansaku models pull`, never on first use: a search must never stall on (or
 # fail for want of) a network that a local-first tool cannot assume.
@@ -50,10 +56,11 @@ class HfFile:
 class ModelRef:
     role: str
     reference: str
-    source: str  # "env" | "config" | "default" (tansaku.precedence)
+    source: str  # "env" | "config" (this index) | "user" (every index) | "default" (tansaku.precedence)
     local_path: Path
     present: bool
     size: int | None
+    set_in: Path | None = None  # the file whose [models] table chose it (config or user source)
 
     @property
     def hf(self) -> HfFile | None:
@@ -93,22 +100,33 @@ def check_role(role: str) -> str:
     return role
 
 
+def user_models_path(config_path: Path) -> Path:
+    """The models file every index shares: beside the index configs (``TANSAKU_CONFIG_DIR`` or
+    ``~/.config/tansaku``), so it moves with them."""
+    return config_path.parent / USER_MODELS_FILE
+
+
 def resolve(role: str, config_path: Path) -> ModelRef:
-    from ..precedence import CONFIG, MISSING, choose
+    from ..precedence import CONFIG, MISSING, USER, choose
 
     check_role(role)
+    user_path = user_models_path(config_path)
     reference, source = choose(
-        default=DEFAULTS[role], env=env_var(role), config=_config_models(config_path).get(role, MISSING)
+        default=DEFAULTS[role],
+        env=env_var(role),
+        config=_config_models(config_path).get(role, MISSING),
+        user=_config_models(user_path).get(role, MISSING),
     )
+    set_in = {CONFIG: config_path, USER: user_path}.get(source)
     # A relative path in a config file means relative to that file, not to wherever the command
     # happens to run; one in the environment means relative to where it runs.
-    base = config_path.parent if source == CONFIG else Path.cwd()
+    base = set_in.parent if set_in is not None else Path.cwd()
     if reference.startswith(HF_PREFIX):
         local = hf_cache_path(parse_hf(reference))
     else:
         local = Path(os.path.abspath(base / Path(reference).expanduser()))
     size = _size(local)
-    return ModelRef(role, reference, source, local, size is not None, size)
+    return ModelRef(role, reference, source, local, size is not None, size, set_in)
 
 
 def resolve_all(config_path: Path) -> list[ModelRef]:
@@ -155,9 +173,25 @@ def is_gguf(path: Path) -> bool:
         return False
 
 
-def register(role: str, path: Path, config_path: Path) -> ModelRef:
-    """Point ROLE at a local GGUF file in the config (``[models] ROLE = "/abs/path"``)."""
+@dataclass(frozen=True)
+class Registered:
+    ref: ModelRef  # what the role resolves to now (the environment may still override the file)
+    saved_in: Path
+    # This index's own choice, dropped because a user-wide one replaced it (it would have won).
+    dropped_from_index: str | None = None
+    others_keep_own: tuple[str, ...] = ()  # other indexes that set their own model for the role
+
+
+def register(role: str, path: Path, config_path: Path, *, scope: str = "user") -> Registered:
+    """Point ROLE at a local GGUF file (``[models] ROLE = "/abs/path"``): in the user-wide models
+    file for every index (scope "user"), or in this index's config only (scope "index").
+
+    A user-wide choice made from an index that sets its own removes that index's own line:
+    otherwise the command would change nothing where it was run.
+    """
     check_role(role)
+    if scope not in SCOPES:
+        raise UsageError(f"unknown scope {scope!r}", hint=f"use one of: {', '.join(SCOPES)}")
     path = Path(os.path.abspath(path.expanduser()))
     if not path.exists():
         raise PathNotFound(f"model file {str(path)!r} does not exist")
@@ -168,13 +202,47 @@ def register(role: str, path: Path, config_path: Path) -> ModelRef:
             f"{str(path)!r} is not a GGUF model file (it does not start with the bytes 'GGUF')",
             hint="convert the model to GGUF first (llama.cpp's convert_hf_to_gguf.py)",
         )
+    target = user_models_path(config_path) if scope == "user" else config_path
+    dropped = None
+    if scope == "user":
+        _config_models(config_path)  # a broken index config is reported before anything is written
+        dropped = _set_model(config_path, role, None)
+    _set_model(target, role, str(path))
+    others = indexes_with_own(role, config_path) if scope == "user" else ()
+    return Registered(resolve(role, config_path), target, dropped, others)
+
+
+def _set_model(config_path: Path, role: str, value: str | None) -> str | None:
+    """Set (or, with None, remove) ``[models] ROLE`` in one file; the value it had."""
     data = _load_toml(config_path)
-    models = data.setdefault("models", {})
+    models = data.get("models", {})
     if not isinstance(models, dict):
         raise ConfigInvalid(f"config {config_path}: [models] must be a table")
-    models[role] = str(path)
+    old = models.get(role)
+    if value is None:
+        if old is None:
+            return None
+        del models[role]
+        if not models:
+            data.pop("models", None)
+    else:
+        data["models"] = {**models, role: value}
     _write_toml(config_path, data)
-    return resolve(role, config_path)
+    return old if isinstance(old, str) else None
+
+
+def indexes_with_own(role: str, config_path: Path) -> tuple[str, ...]:
+    """The other indexes (configs beside this one) whose config sets ROLE's model themselves."""
+    names = []
+    for other in sorted(config_path.parent.glob("*.toml")):
+        if other == config_path or other.name == USER_MODELS_FILE:
+            continue
+        try:
+            if role in _config_models(other):
+                names.append(other.stem)
+        except ConfigInvalid:
+            continue  # that index's own commands report its broken config
+    return tuple(names)
 
 
 def _write_toml(config_path: Path, data: dict[str, Any]) -> None:

@@ -1,7 +1,8 @@
 """How many threads llama.cpp computes with: the user's setting, else chosen by the kind of work.
 
-The setting comes from ``TANSAKU_THREADS``, else the config file's ``[models]`` table
-(``threads = 4``), else automatic: the order of every setting (``tansaku.precedence``).
+The setting comes from ``TANSAKU_THREADS``, else the index's config file's ``[models]`` table
+(``threads = 4``), else the same table in the user-wide models file (``models.user.toml``,
+``models/registry.py``), else automatic: the order of every setting (``tansaku.precedence``).
 ``"auto"`` in either place asks for the automatic choice explicitly, so ``TANSAKU_THREADS=auto``
 undoes a count in the config file for one run.
 
@@ -55,7 +56,7 @@ MAX_THREADS = 512  # llama.cpp's GGML_MAX_N_THREADS: more aborts the process
 @dataclass(frozen=True)
 class ThreadSetting:
     value: int | None  # None: automatic
-    source: str  # "env" | "config" | "default" (tansaku.precedence)
+    source: str  # "env" | "config" | "user" | "default" (tansaku.precedence)
 
     @property
     def batch(self) -> int | None:
@@ -80,22 +81,12 @@ def resolve_threads(config_path: Path) -> ThreadSetting:
     variable is unset), UsageError in the environment.
     """
     from ..precedence import ENV as FROM_ENV
-    from ..precedence import MISSING, choose
-    from .registry import _load_toml
+    from ..precedence import choose
+    from .registry import user_models_path
 
-    models = _load_toml(config_path).get("models", {})
-    if not isinstance(models, dict):
-        raise ConfigInvalid(f"config {config_path}: [models] must be a table")
-    configured: Any = MISSING  # an int, None for "auto", or MISSING
-    if CONFIG_KEY in models:
-        configured = _parse(models[CONFIG_KEY])
-        if configured is False:
-            raise ConfigInvalid(
-                f"config {config_path}: [models] threads must be a whole number from 1 to {MAX_THREADS} "
-                f'or "auto", not {models[CONFIG_KEY]!r}',
-                hint='for example `threads = 2` under [models], or remove the line for "auto"',
-            )
-    value, source = choose(default=None, env=ENV, config=configured)
+    configured = _configured(config_path)
+    user = _configured(user_models_path(config_path))
+    value, source = choose(default=None, env=ENV, config=configured, user=user)
     if source == FROM_ENV:
         raw_env = value
         value = _parse(raw_env)
@@ -105,6 +96,26 @@ def resolve_threads(config_path: Path) -> ThreadSetting:
                 hint=f"for example {ENV}=2, or unset it",
             )
     return ThreadSetting(value, source)
+
+
+def _configured(path: Path) -> Any:
+    """``[models] threads`` of one file: an int, None for "auto", or MISSING when it has none."""
+    from ..precedence import MISSING
+    from .registry import _load_toml
+
+    models = _load_toml(path).get("models", {})
+    if not isinstance(models, dict):
+        raise ConfigInvalid(f"config {path}: [models] must be a table")
+    if CONFIG_KEY not in models:
+        return MISSING
+    configured = _parse(models[CONFIG_KEY])
+    if configured is False:
+        raise ConfigInvalid(
+            f"config {path}: [models] threads must be a whole number from 1 to {MAX_THREADS} "
+            f'or "auto", not {models[CONFIG_KEY]!r}',
+            hint='for example `threads = 2` under [models], or remove the line for "auto"',
+        )
+    return configured
 
 
 def _parse(raw: object) -> int | bool | None:
