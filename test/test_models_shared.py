@@ -195,3 +195,18 @@ def test_models_import_names_the_file_after_the_model(cli, tmp_path: Path, separ
     assert (data["name"], data["source"]) == ("all-MiniLM-L6-v2", "user")
     assert "every index" in data["message"]
     assert listed(cli, "--index", "other")["embed"]["local_path"] == data["local_path"]
+
+
+@requires_llama
+@requires_minilm
+def test_the_embed_prompt_follows_the_same_order(config_path: Path, separate_indexes: Path):
+    from tansaku.models.embedding import prompt_format
+
+    separate_indexes.mkdir()
+    assert prompt_format(minilm_gguf(), config_path).name == "plain"  # MiniLM's own
+    (separate_indexes / registry.USER_MODELS_FILE).write_text(
+        '[models]\nembed_prompt = "embeddinggemma"\n', encoding="utf-8"
+    )
+    assert prompt_format(minilm_gguf(), config_path).name == "embeddinggemma"
+    config_path.write_text('[models]\nembed_prompt = "qwen3-embedding"\n', encoding="utf-8")
+    assert prompt_format(minilm_gguf(), config_path).name == "qwen3-embedding"

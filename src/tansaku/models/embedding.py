@@ -58,12 +58,19 @@ def embed_model(config_path: Path) -> ModelRef:
 
 
 def prompt_format(path: Path, config_path: Path) -> PromptFormat:
+    """The model's prompt format, unless ``[models] embed_prompt`` names one: this index's config
+    first, then the user-wide models file (the order of the model choice itself)."""
+    from .registry import user_models_path
+
     override = None
-    try:
-        models = tomllib.loads(config_path.read_text(encoding="utf-8")).get("models", {})
+    for source in (config_path, user_models_path(config_path)):
+        try:
+            models = tomllib.loads(source.read_text(encoding="utf-8")).get("models", {})
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
         override = models.get("embed_prompt") if isinstance(models, dict) else None
-    except (OSError, tomllib.TOMLDecodeError):
-        override = None
+        if override is not None:
+            break
     from .llama import cached_gguf_metadata
 
     return choose(cached_gguf_metadata(path), override)
