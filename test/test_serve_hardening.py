@@ -250,3 +250,15 @@ def test_mcp_without_the_server_libraries_is_a_clear_error(indexed: Path):
         error = json.loads(result.stderr)["error"]
         assert "mcp" in error["message"] and "tansaku[serve]" in error["hint"]
         assert "Traceback" not in result.stderr
+
+
+def test_every_tool_schema_lists_exactly_the_fields_its_request_takes():
+    # The MCP `get` tool's error listed full_path and line_numbers, which its schema left out.
+    from tansaku.serve.mcp import TOOLS
+    from tansaku.serve.requests import OPERATIONS
+
+    for tool in TOOLS:
+        assert set(tool.input_schema["properties"]) == set(OPERATIONS[tool.name].fields), tool.name
+        for name, schema in tool.input_schema["properties"].items():
+            if schema.get("type") == "integer":
+                assert schema["maximum"] <= 2**63 - 1, (tool.name, name)

@@ -17,9 +17,10 @@ from mcp.server.lowlevel import Server
 
 from .. import __version__
 from ..errors import TansakuError
+from ..options import MAX_WHOLE_NUMBER
 from ..paths import VIRTUAL_PREFIX
 from . import advice
-from .requests import MAX_SEARCHES, SEARCH_KINDS, Answer, Service
+from .requests import MAX_RERANK_BUDGET_S, MAX_SEARCHES, SEARCH_KINDS, Answer, Service
 from .summary import instructions
 
 RESOURCE_PAGE = 200  # documents per resources/list page
@@ -30,9 +31,37 @@ _COLLECTIONS = {
     "items": {"type": "string"},
     "description": "search only these collections (default: every included collection)",
 }
-_LIMIT = {"type": "integer", "minimum": 1, "description": "how many results (default 20)"}
+_LIMIT = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_WHOLE_NUMBER,
+    "description": "how many results (default 20)",
+}
 _ALL = {"type": "boolean", "description": "every result instead of a limit"}
 _FULL = {"type": "boolean", "description": "the whole document with each result instead of a snippet"}
+
+
+_LINE_NUMBERS = {"type": "boolean", "description": "number the lines of the text content"}
+_FULL_PATH = {"type": "boolean", "description": "show disk paths instead of tansaku:// paths in the text"}
+_TRANSCRIPTS = {
+    "level": {
+        "type": "string",
+        "enum": ["turn", "run", "session", "project"],
+        "description": "transcript collections: one result per turn (default), run, session or project",
+    },
+    "roles": {
+        "type": "array",
+        "items": {"type": "string", "enum": ["user", "assistant", "tool"]},
+        "description": "transcript collections: only turns by these roles",
+    },
+    "since": {"type": "string", "description": "only turns at or after: a date, an ISO time, or 7d, 12h"},
+    "until": {"type": "string", "description": "only turns before: a date (includes that day), or 7d, 12h"},
+    "project": {"type": "string", "description": "only sessions whose working directory contains this"},
+}
+
+
+def _whole(description: str) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 1, "maximum": MAX_WHOLE_NUMBER, "description": description}
 
 
 def _score(default: float, what: str) -> dict[str, Any]:
@@ -84,26 +113,21 @@ TOOLS: list[types.Tool] = [
                 "all": _ALL,
                 "min_score": _score(0, "fused score"),
                 "full": _FULL,
-                "candidate_limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "documents each list contributes to the fusion (default 40)",
-                },
+                "candidate_limit": _whole("documents each list contributes to the fusion (default 40)"),
                 "no_expand": {"type": "boolean", "description": "do not expand the query with a model"},
                 "no_rerank": {"type": "boolean", "description": "do not rerank with a model"},
                 "rerank_budget": {
                     "type": "number",
                     "minimum": 0,
+                    "maximum": MAX_RERANK_BUDGET_S,
                     "description": "seconds the reranker may take",
                 },
                 "explain": {"type": "boolean", "description": "each result's ranks and fusion parts"},
                 "pack": {"type": "boolean", "description": "return whole passages with citations"},
-                "max_items": {"type": "integer", "minimum": 1, "description": "pack: at most this many (8)"},
-                "max_bytes": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "pack: at most these bytes (10240)",
-                },
+                "max_items": _whole("pack: at most this many (8)"),
+                "max_bytes": _whole("pack: at most these bytes (10240)"),
+                "line_numbers": _LINE_NUMBERS,
+                "full_path": _FULL_PATH,
             },
             [],
         ),
@@ -123,6 +147,9 @@ TOOLS: list[types.Tool] = [
                 "all": _ALL,
                 "min_score": _score(0, "score"),
                 "full": _FULL,
+                "line_numbers": _LINE_NUMBERS,
+                "full_path": _FULL_PATH,
+                **_TRANSCRIPTS,
             },
             ["query"],
         ),
@@ -141,6 +168,8 @@ TOOLS: list[types.Tool] = [
                 "all": _ALL,
                 "min_score": _score(0.3, "cosine similarity"),
                 "full": _FULL,
+                "line_numbers": _LINE_NUMBERS,
+                "full_path": _FULL_PATH,
             },
             ["query"],
         ),
@@ -158,9 +187,14 @@ TOOLS: list[types.Tool] = [
                     "type": "string",
                     "description": "tansaku://COLLECTION/PATH, COLLECTION/PATH or #docid",
                 },
-                "from_line": {"type": "integer", "minimum": 1, "description": "first line (1-based)"},
-                "max_lines": {"type": "integer", "minimum": 1, "description": "at most this many lines"},
-                "max_bytes": {"type": "integer", "minimum": 1, "description": "at most this many bytes"},
+                "from_line": _whole("first line (1-based)"),
+                "max_lines": _whole("at most this many lines"),
+                "max_bytes": _whole("at most this many bytes"),
+                "line_numbers": {
+                    "type": "boolean",
+                    "description": "number the lines of the text content (default true)",
+                },
+                "full_path": _FULL_PATH,
             },
             ["ref"],
         ),
@@ -174,12 +208,13 @@ TOOLS: list[types.Tool] = [
         input_schema=_schema(
             {
                 "pattern": {"type": "string", "description": "glob, comma list or docids"},
-                "max_lines": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "at most this many lines per file",
+                "max_lines": _whole("at most this many lines per file"),
+                "max_bytes": _whole("skip files larger than this"),
+                "line_numbers": {
+                    "type": "boolean",
+                    "description": "number the lines of the text content (default true)",
                 },
-                "max_bytes": {"type": "integer", "minimum": 1, "description": "skip files larger than this"},
+                "full_path": _FULL_PATH,
             },
             ["pattern"],
         ),
