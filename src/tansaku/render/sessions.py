@@ -9,7 +9,7 @@ from tansaku.render import RenderOptions, shown_path
 from tansaku.render.jsonfmt import dumps, to_data
 from tansaku.render.markdown import code_span, escape, fence
 from tansaku.render.terminal import INDENT, clean, paint, warning_lines
-from tansaku.render.transcripts import short_prompt, when
+from tansaku.render.transcripts import short_prompt, turn_label, when
 from tansaku.render.xmlfmt import attrs, element
 from tansaku.types import SessionMessage, SessionRead
 
@@ -23,10 +23,7 @@ def render(result: SessionRead, fmt: str, opts: RenderOptions) -> str:
 
 
 def _label(message: SessionMessage) -> str:
-    what = message.role if message.kind == "text" else f"{message.role} {message.kind.replace('_', ' ')}"
-    if message.tool_name:
-        what += f" {message.tool_name}"
-    return what
+    return turn_label(message.role, message.kind, message.tool_name)
 
 
 def _header(result: SessionRead) -> list[str]:

@@ -33,6 +33,16 @@ def when(iso: str | None) -> str:
     return iso[:19].replace("T", " ") if len(iso) >= 19 and iso[10] == "T" else iso
 
 
+def turn_label(role: str, kind: str | None, tool_name: str | None = None) -> str:
+    """What a turn is, said once: ``user``, ``assistant thinking``, ``assistant tool call (Bash)``,
+    ``tool result (Bash)``; a tool's result is not "tool tool result"."""
+    if kind in (None, "text"):
+        return role
+    words = kind.replace("_", " ")
+    label = words if words.split()[0] == role else f"{role} {words}"
+    return f"{label} ({tool_name})" if tool_name else label
+
+
 def short_prompt(prompt: str | None) -> str:
     first = (prompt or "").strip().splitlines()
     text = first[0] if first else ""
@@ -52,7 +62,7 @@ def summary_lines(t: TranscriptHit) -> list[str]:
     """Up to three lines: what the best hit is (role, time, line, matches), its run, where it is."""
     first: list[str] = []
     if t.role:
-        first.append(t.role if t.kind in (None, "text") else f"{t.role} {t.kind.replace('_', ' ')}")
+        first.append(turn_label(t.role, t.kind))
     first.append(when(t.timestamp))
     if t.line is not None:
         first.append(f"line {t.line}")

@@ -20,6 +20,9 @@ from ..types import Collection, Notice
 DEFAULT_LIMIT = 50
 DEFAULT_MAX_BYTES = 64 * 1024
 DEFAULT_CONTEXT = 3  # turns before and after the one `get` shows
+# How many turns before a page a tool result's call is looked for, when the page starts among
+# a batch of results.
+CALL_LOOKBACK = 16
 
 
 def resolve_session(conn: Any, ref: str, collections: Mapping[str, Collection]) -> tstore.StoredSession:
@@ -94,6 +97,7 @@ def read_session(
     )
     warnings: list[Notice] = []
     texts = _source_texts(collection, session, warnings) if raw else None
+    answered = answered_tools(conn, session.doc_id, turns)
     messages: list[Any] = []
     used = 0
     truncated = False
@@ -112,7 +116,7 @@ def read_session(
                 )
             break
         used += size
-        messages.append(_message(turn, text))
+        messages.append(_message(turn, text, answered.get(turn.seq)))
     if truncated and messages and messages[-1].line == next_line:
         # The page would end inside a source line (a record holds several blocks), and the next
         # page, starting at that line, would repeat its first blocks: end the page before it.
@@ -136,7 +140,47 @@ def read_session(
     return _result(conn, session, collection, messages, truncated, next_line, max_bytes, raw, texts, warnings)
 
 
-def _message(turn: tstore.TurnView, text: str) -> Any:
+def answered_tools(conn: Any, doc_id: int, turns: list[tstore.TurnView]) -> dict[int, str]:
+    """seq -> the tool a result without a tool name answers, for the results among ``turns``.
+
+    A transcript links a result to its call by an id the index does not keep, but the calls
+    come just before their results (one call, or a batch of calls and then their results). A
+    result is given the calls' tool only when every call of its batch names the same one: with
+    Bash and Read called together, which result is whose is a guess, and a wrong tool name is
+    worse than none.
+    """
+    by_seq = {turn.seq: turn for turn in turns}
+    fetched = False
+    answered: dict[int, str] = {}
+    for turn in turns:
+        if turn.kind != "tool_result" or turn.tool_name:
+            continue
+        names: set[str] = set()
+        calls = 0
+        seq = turn.seq - 1
+        while seq >= 0:
+            before = by_seq.get(seq)
+            if before is None:
+                if fetched:
+                    calls = 0  # the batch starts before what was looked at: unknown
+                    break
+                first = turns[0].seq
+                earlier = tstore.turns_by_seq(conn, doc_id, max(0, first - CALL_LOOKBACK), first - 1)
+                by_seq.update((t.seq, t) for t in earlier)
+                fetched = True
+                continue
+            if before.kind == "tool_call":
+                calls += 1
+                names.add(before.tool_name or "")  # a call without a name makes the batch unknown
+            elif not (before.kind == "tool_result" and not calls):
+                break  # past the batch: an earlier result, or a turn that is not a call
+            seq -= 1
+        if calls and len(names) == 1 and "" not in names:
+            answered[turn.seq] = next(iter(names))
+    return answered
+
+
+def _message(turn: tstore.TurnView, text: str, answers: str | None = None) -> Any:
     from ..types import SessionMessage
 
     return SessionMessage(
@@ -146,7 +190,7 @@ def _message(turn: tstore.TurnView, text: str) -> Any:
         kind=turn.kind,
         timestamp=turn.timestamp,
         run_index=turn.run_index,
-        tool_name=turn.tool_name,
+        tool_name=turn.tool_name or answers,
         text=text,
     )
 
@@ -258,7 +302,8 @@ def read_around(
         chosen[turn.seq] = text
         used += size
     shown = [t for t in turns if t.seq in chosen]
-    messages = [_message(t, chosen[t.seq]) for t in shown]
+    answered = answered_tools(conn, session.doc_id, turns)
+    messages = [_message(t, chosen[t.seq], answered.get(t.seq)) for t in shown]
     next_seq = shown[-1].seq + 1
     more = tstore.turns_by_seq(conn, session.doc_id, next_seq, next_seq)
     next_line = more[0].line if more else None
