@@ -30,10 +30,40 @@ class CommandParser(argparse.ArgumentParser):
     first sorts its words itself: a known option (and its values) stays an option, everything
     else is a query word. The options are then handed to argparse as usual, so their values are
     validated with argparse's own messages, and the query words follow a `--` so that argparse
-    never reads them as options. Unmarked parsers behave exactly like ArgumentParser.
+    never reads them as options. Unmarked parsers behave like ArgumentParser, except that a
+    misspelt command or option is an error that names the nearest one (see suggest.py).
     """
 
     query_words: bool = False
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            # argparse would name the words only, in the top-level usage: name them in the usage
+            # of the command that refused them, with what was probably meant.
+            from .suggest import chosen_parser, unrecognized
+
+            command = chosen_parser(self, parsed)
+            command.error(unrecognized(command, extras, FORMATS))
+        return parsed
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        # An unknown (sub-)command gets the nearest command's name rather than argparse's bare
+        # "invalid choice" and its list; another choice keeps argparse's message, plus a guess.
+        if action.choices is None or value in action.choices:
+            return
+        from . import suggest
+
+        choices = [str(choice) for choice in action.choices]
+        if isinstance(action, argparse._SubParsersAction):
+            raise argparse.ArgumentError(None, suggest.unknown_command(str(value), choices))
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            guess = suggest.did_you_mean(str(value), choices)
+            raise argparse.ArgumentError(action, exc.message + guess) from None
 
     def parse_known_args(
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None

@@ -85,7 +85,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     Without `argv` (docgen, tests) every command is registered.
     """
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="tansaku",
         description="Local-first search for your own documents (探索: search).",
         epilog="Run `tansaku COMMAND --help` for a command's options. Docs: docs/cli-reference.md",
