@@ -26,9 +26,9 @@ MAX_SUGGESTED_MISSES = 5
 # Distinct terms of one query. A pasted error message or a long question has tens; past this the
 # extra words add almost nothing to the ranking but multiply its cost.
 MAX_QUERY_TERMS = 64
-# Characters of a query given to a model (the embedder, query expansion): its first
-# MAX_QUERY_TERMS words fit with room to spare.
-MAX_MODEL_QUERY_CHARS = 2000
+# Characters of a query given to the embedder: its first MAX_QUERY_TERMS words fit, and the text
+# stays inside a BERT-size model's window of 512 tokens unless it is mostly CJK.
+MAX_MODEL_QUERY_CHARS = 1000
 
 
 class WorkExpired(TansakuError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..limits import MAX_QUERY_TERMS
 from ..options import check_pack_options
 from .common import Output, add_format_options, add_index_option, add_query_argument, api_for
 from .search import add_result_options, add_transcript_options, positive_int, result_limit
@@ -26,7 +27,8 @@ def register(commands: Any) -> None:
     add_query_argument(
         query,
         help='words, "phrases", -word, names, options, as for search; any word that is not an option;'
-        " or a query document: lines typed lex: (keyword), vec: or hyde: (vectors), intent: (not searched)",
+        " or a query document: lines typed lex: (keyword), vec: or hyde: (vectors), intent: (not searched);"
+        f" the first {MAX_QUERY_TERMS} distinct terms are searched (QUERY_TRUNCATED counts the rest)",
         meaning=" (keyword search excludes documents containing laptop; the vector side embeds the text)",
     )
     add_result_options(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .. import options
+from .. import limits, options
 from ..options import MAX_WHOLE_NUMBER, SCRIPT_LIMIT, TERMINAL_LIMIT
 from .common import (
     Output,
@@ -98,7 +98,8 @@ def register(commands: Any) -> None:
     add_query_argument(
         search,
         help='words, "phrases", -word (excludes a word), prefix*, names (os.path.join), options'
-        " (--user, -x); any word that is not an option",
+        " (--user, -x); any word that is not an option; the first"
+        f" {limits.MAX_QUERY_TERMS} distinct terms are searched (QUERY_TRUNCATED counts the rest)",
         meaning=(
             " (it excludes documents containing laptop, unless the index lists -laptop as a"
             ' command-line option; -"laptop" always excludes; --flag and -x are searched for)'
@@ -152,7 +153,12 @@ def register(commands: Any) -> None:
     multi = commands.add_parser(
         "multi-get", help="print several documents: a glob over tansaku:// paths, a comma list, or docids"
     )
-    multi.add_argument("pattern", help="e.g. 'notes/**/*.md', 'tansaku://notes/a.md,#a1b2c3'")
+    multi.add_argument(
+        "pattern",
+        help="e.g. 'notes/**/*.md', 'tansaku://notes/a.md,#a1b2c3'; at most"
+        f" {limits.MAX_MULTI_GET_REFS} comma items, similar paths suggested for the first"
+        f" {limits.MAX_SUGGESTED_MISSES} misses",
+    )
     multi.add_argument(
         "-l", type=positive_int, dest="max_lines", metavar="N", help="at most N lines per file"
     )

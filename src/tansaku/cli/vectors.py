@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from ..limits import MAX_MODEL_QUERY_CHARS, MAX_QUERY_TERMS
 from .common import (
     DelayedProgress,
     Output,
@@ -38,7 +39,8 @@ def register(commands: Any) -> None:
     vsearch = commands.add_parser("vsearch", help="search by meaning (vectors from `tansaku embed`)")
     add_query_argument(
         vsearch,
-        help="what you are looking for, in your own words; any word that is not an option",
+        help="what you are looking for, in your own words; any word that is not an option; the first"
+        f" {MAX_QUERY_TERMS} words (at most {MAX_MODEL_QUERY_CHARS} characters) are embedded",
         meaning=" (the whole query text is embedded)",
     )
     add_result_options(

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .. import limits
 from ..config.contexts import contexts_for
 from ..config.masks import MaskMatcher, expand_masks
 from ..errors import AmbiguousDocid, DocumentNotFound, UsageError
@@ -23,6 +24,8 @@ DEFAULT_MULTI_GET_MAX_BYTES = 10 * 1024
 _RANGE_SUFFIX = re.compile(r"^(?P<ref>.+?)(?::(?P<from>\d+)(?::(?P<count>\d+))?)?$")
 _DOCID = re.compile(r"^#?([0-9a-fA-F]{4,64})$")
 _GLOB_CHARS = re.compile(r"[*?\[{]")
+# Paths matched against a glob between two limits.check() calls.
+_CHECK_EVERY = 512
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,16 @@ def split_range(ref: str) -> tuple[str, int | None, int | None]:
     return match["ref"], start, count
 
 
-def resolve(conn: Any, ref: str, collections: Mapping[str, Collection]) -> store.StoredDocument:
-    """Find one document; an ambiguous docid or a miss is an error that lists the candidates."""
+def resolve(
+    conn: Any,
+    ref: str,
+    collections: Mapping[str, Collection],
+    similar: SimilarPaths | None = None,
+) -> store.StoredDocument:
+    """Find one document; an ambiguous docid or a miss is an error that lists the candidates.
+
+    ``similar`` suggests paths for a miss (pass one per call to share its index between refs);
+    None builds one for this ref."""
     ref = ref.strip()
     docid = _DOCID.match(ref)
     if ref.startswith(VIRTUAL_PREFIX):
@@ -83,7 +94,9 @@ def resolve(conn: Any, ref: str, collections: Mapping[str, Collection]) -> store
         # Identical content at several paths shares a docid: any of them is the same text.
         found = matches[0] if matches else None
     if found is None:
-        raise _not_found(conn, ref)
+        close = (similar or SimilarPaths(conn)).suggest(ref)
+        hint = "similar: " + ", ".join(close) if close else "see `tansaku ls` for what is indexed"
+        raise DocumentNotFound(f"no document matches {ref!r}", hint=hint, similar=close)
     return found
 
 
@@ -110,15 +123,54 @@ def _by_path(conn: Any, ref: str, collections: Mapping[str, Collection]) -> stor
     return hits[0] if len(hits) == 1 else None
 
 
-def _not_found(conn: Any, ref: str) -> DocumentNotFound:
-    known = [virtual_path(c, p) for c, p in store.all_paths(conn)]
-    key = ref if ref.startswith(VIRTUAL_PREFIX) else ref.lstrip("#")
-    close = difflib.get_close_matches(key, known, n=5, cutoff=0.4)
-    if not close:
-        tail = key.rsplit("/", 1)[-1].lower()
-        close = [p for p in known if tail and tail in p.lower()][:5]
-    hint = "similar: " + ", ".join(close) if close else "see `tansaku ls` for what is indexed"
-    return DocumentNotFound(f"no document matches {ref!r}", hint=hint, similar=close)
+class SimilarPaths:
+    """Indexed paths like a missed reference, from an index by folder and by file name that is
+    built once, on the first miss: not a scan of every path per miss."""
+
+    def __init__(self, conn: Any, limit: int | None = None) -> None:
+        self._conn = conn
+        self._limit = limit  # misses that get suggestions; None: every one
+        self._by_folder: dict[str, list[str]] | None = None
+        self._by_name: dict[str, list[str]] = {}
+        self.suggested = 0  # misses that suggestions were computed for
+
+    def suggest(self, ref: str) -> list[str]:
+        """Up to 5 virtual paths like ``ref``; none once ``limit`` misses had theirs."""
+        if self._limit is not None and self.suggested >= self._limit:
+            return []
+        self.suggested += 1
+        by_folder = self._index()
+        key = ref.removeprefix(VIRTUAL_PREFIX).lstrip("#").strip("/")
+        folder, _, name = key.lower().rpartition("/")
+        # Beside it (a misspelt name) or with its name elsewhere (a misspelt or missing folder).
+        candidates = dict.fromkeys(
+            [*by_folder.get(folder, ()), *self._by_name.get(name, ()), *self._by_name.get(_stem(name), ())]
+        )
+        keys = {path.removeprefix(VIRTUAL_PREFIX): path for path in candidates}
+        close = [keys[k] for k in difflib.get_close_matches(key, list(keys), n=5, cutoff=0.4)]
+        if not close and name:
+            # Its name inside a longer one (``tar`` for ``tar.1.md``): over names, not paths.
+            found = (paths for known, paths in self._by_name.items() if name in known)
+            close = list(dict.fromkeys(path for paths in found for path in paths))[:5]
+        return close
+
+    def _index(self) -> dict[str, list[str]]:
+        if self._by_folder is None:
+            self._by_folder = {}
+            for collection, path in store.all_paths(self._conn):
+                shown = virtual_path(collection, path)
+                folder, _, name = path.lower().rpartition("/")
+                # "guides/instal.md" and "sample/guides/instal.md" both name the folder.
+                for key in dict.fromkeys((folder, f"{collection.lower()}/{folder}".rstrip("/"))):
+                    self._by_folder.setdefault(key, []).append(shown)
+                for key in dict.fromkeys(k for k in (name, _stem(name)) if k):
+                    self._by_name.setdefault(key, []).append(shown)
+        return self._by_folder
+
+
+def _stem(name: str) -> str:
+    """A file name without its extensions: ``tar`` for ``tar.1.md``."""
+    return name.split(".", 1)[0]
 
 
 def slice_document(
@@ -166,17 +218,30 @@ def multi_get(
     max_lines: int | None,
     max_bytes: int = DEFAULT_MULTI_GET_MAX_BYTES,
 ) -> MultiGetResult:
+    items = split_comma_list(pattern)
+    if len(items) > limits.MAX_MULTI_GET_REFS:
+        raise UsageError(
+            f"the pattern has {len(items)} items; multi-get reads at most {limits.MAX_MULTI_GET_REFS}"
+            " per call",
+            hint="split it into several calls, or name many files with one glob (notes/**/*.md)",
+            items=len(items),
+            limit=limits.MAX_MULTI_GET_REFS,
+        )
     docs: list[store.StoredDocument] = []
     warnings: list[Notice] = []
-    for item in split_comma_list(pattern):
+    similar = SimilarPaths(conn, limit=limits.MAX_SUGGESTED_MISSES)
+    listings = _Listings(conn)
+    # A repeated item finds the same documents again: each distinct one is looked up once.
+    for item in dict.fromkeys(items):
+        limits.check()
         if _GLOB_CHARS.search(item):
-            matched = _glob(conn, item, collections)
+            matched = _glob(listings, item, collections)
             if not matched:
                 warnings.append(Notice("NO_MATCH", f"the pattern {item!r} matched no document"))
             docs.extend(matched)
         else:
             try:
-                docs.append(resolve(conn, item, collections))
+                docs.append(resolve(conn, item, collections, similar))
             except DocumentNotFound as exc:
                 warnings.append(Notice("NO_MATCH", f"{exc.message} ({exc.hint})"))
     seen: set[int] = set()
@@ -186,6 +251,7 @@ def multi_get(
         if doc.id in seen:
             continue
         seen.add(doc.id)
+        limits.check()
         if doc.size > max_bytes:
             skipped.append(
                 SkippedDocument(
@@ -207,7 +273,22 @@ def multi_get(
     )
 
 
-def _glob(conn: Any, pattern: str, collections: Mapping[str, Collection]) -> list[store.StoredDocument]:
+class _Listings:
+    """Each collection's documents, read from the index once per call however many globs ask."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._documents: dict[str, list[store.StoredDocument]] = {}
+
+    def documents(self, collection: str) -> list[store.StoredDocument]:
+        if collection not in self._documents:
+            self._documents[collection] = store.list_documents(self._conn, collection)
+        return self._documents[collection]
+
+
+def _glob(
+    listings: _Listings, pattern: str, collections: Mapping[str, Collection]
+) -> list[store.StoredDocument]:
     """A glob over virtual paths: ``tansaku://notes/**/*.md``, ``notes/*.md`` or ``**/*.md``."""
     if pattern.startswith(VIRTUAL_PREFIX):
         rest = pattern[len(VIRTUAL_PREFIX) :]
@@ -224,5 +305,9 @@ def _glob(conn: Any, pattern: str, collections: Mapping[str, Collection]) -> lis
     for name in names:
         if name not in collections:
             continue
-        found.extend(doc for doc in store.list_documents(conn, name) if matcher.matches(doc.path))
+        for i, doc in enumerate(listings.documents(name)):
+            if i % _CHECK_EVERY == 0:
+                limits.check()
+            if matcher.matches(doc.path):
+                found.append(doc)
     return found

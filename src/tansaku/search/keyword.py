@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import limits
 from ..errors import EmptyQuery
 from ..store import documents as store
 from ..text.cjk import has_cjk
@@ -154,6 +155,8 @@ def search(
             hint="give at least one word that is not negated with '-'",
         )
     notices = list(warnings)
+    if parsed.dropped:
+        notices.append(truncation_notice(parsed))
     command = command_term(conn, query, clauses)
     names = name_terms(parsed, clauses, command)
     n_clauses = len(clauses.positive)
@@ -217,6 +220,15 @@ def search(
     )
 
 
+def truncation_notice(parsed: ParsedQuery) -> Notice:
+    """QUERY_TRUNCATED: the query's terms past MAX_QUERY_TERMS were not searched for."""
+    return Notice(
+        "QUERY_TRUNCATED",
+        f"the query has {len(parsed.terms) + parsed.dropped} distinct terms; searched for the first "
+        f"{len(parsed.terms)} and dropped {parsed.dropped} (at most {limits.MAX_QUERY_TERMS} per query)",
+    )
+
+
 def _candidates(
     conn: Any,
     expression: str | None,
@@ -236,6 +248,7 @@ def _candidates(
     # needless when the one collection searched is the whole index.
     whole_index = len(collections) == 1 and store.sole_collection(conn) == collections[0].name
     for collection in collections:
+        limits.check()
         scope = None if whole_index else collection.name
         rows = store.keyword_search(conn, expression, scope, pool, weights)
         for doc_id, raw in rows:
@@ -252,7 +265,11 @@ def _selective(conn: Any, clauses: ParsedQuery) -> ParsedQuery:
     """The terms that choose a long query's candidates: not those in more than COMMON_MATCHES
     documents, unless every term is (FTS5 scores every document an OR matches to order them, and a
     document with nothing but a frequent word of the question is a poor candidate anyway)."""
-    kept = [t for t in clauses.positive if store.phrase_frequency(conn, fts_term(t)) <= COMMON_MATCHES]
+    kept = []
+    for term in clauses.positive:
+        limits.check()
+        if store.phrase_frequency(conn, fts_term(term)) <= COMMON_MATCHES:
+            kept.append(term)
     if not kept:
         return clauses
     return ParsedQuery((*kept, *clauses.negative))
@@ -306,6 +323,7 @@ def _hits(
     terms = parsed.highlight_terms  # the required terms: a stopword line is no better snippet
     hits: list[Hit] = []
     for item in scored:
+        limits.check()
         doc = docs[item.doc_id]
         body = texts.get(doc.hash, "")
         snippet = best_snippet(body, terms) if options.snippets else _NO_SNIPPET

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from tansaku.limits import MAX_MODEL_QUERY_CHARS, MAX_QUERY_TERMS
 from tansaku.text.cjk import has_cjk, segment_query_words
 
 Kind = Literal["word", "phrase", "prefix", "ident"]
@@ -84,6 +85,8 @@ class Term:
 @dataclass(frozen=True)
 class ParsedQuery:
     terms: tuple[Term, ...]
+    # Distinct terms past MAX_QUERY_TERMS, left out of ``terms`` (see parse_query).
+    dropped: int = 0
 
     @property
     def positive(self) -> tuple[Term, ...]:
@@ -122,7 +125,7 @@ def required_terms(parsed: ParsedQuery) -> ParsedQuery:
     kept = [t for t in parsed.terms if t.negated or t.kind != "word" or t.text not in STOPWORDS]
     if not any(not t.negated for t in kept):
         return parsed
-    return ParsedQuery(tuple(kept))
+    return ParsedQuery(tuple(kept), parsed.dropped)
 
 
 def _has_word_char(text: str) -> bool:
@@ -210,7 +213,7 @@ def resolve_options(parsed: ParsedQuery, is_option: Callable[[str], bool]) -> Pa
             terms.append(replace(term, negated=False))
         else:
             terms.append(replace(term, option=False))
-    return ParsedQuery(tuple(dict.fromkeys(terms)))
+    return ParsedQuery(tuple(dict.fromkeys(terms)), parsed.dropped)
 
 
 def parse_query(q: str) -> ParsedQuery:
@@ -245,7 +248,10 @@ def parse_query(q: str) -> ParsedQuery:
             terms.extend(replace(term, option=True) for term in found) if option else terms.extend(found)
         terms.extend(value_terms)
     # A repeated term adds nothing to the match but would inflate the matched/total term counts.
-    return ParsedQuery(tuple(dict.fromkeys(terms)))
+    distinct = tuple(dict.fromkeys(terms))
+    # Each term is an FTS5 clause, a frequency look-up and a pass of the ranking: 15,000 distinct
+    # words took 9 s. The first ones are kept; the caller says how many were dropped.
+    return ParsedQuery(distinct[:MAX_QUERY_TERMS], max(0, len(distinct) - MAX_QUERY_TERMS))
 
 
 def without_exclusions(q: str, is_option: Callable[[str], bool]) -> str:
@@ -262,6 +268,16 @@ def without_exclusions(q: str, is_option: Callable[[str], bool]) -> str:
         if not negated or (option and _is_known_option(word, is_option)):
             kept.append(token)
     return " ".join(kept)
+
+
+def model_text(q: str) -> str:
+    """The query as a model reads it (the embedder's text): its first MAX_QUERY_TERMS words, at most
+    MAX_MODEL_QUERY_CHARS characters. A 100 KB query is over any model's window, and the words
+    past the cap are not searched for by keyword either."""
+    words = q.split(maxsplit=MAX_QUERY_TERMS)
+    if len(words) <= MAX_QUERY_TERMS and len(q) <= MAX_MODEL_QUERY_CHARS:
+        return q
+    return " ".join(words[:MAX_QUERY_TERMS])[:MAX_MODEL_QUERY_CHARS]
 
 
 def _is_known_option(word: str, is_option: Callable[[str], bool]) -> bool:

@@ -60,6 +60,7 @@ def search_texts(
     from ..models.embedding import embed_model, load_embedder, prompt_format
     from ..models.threads import resolve_threads
     from ..store import vectors as vec
+    from .query import model_text
     from .vector import VectorQuery, vsearch
 
     ref = embed_model(config_path)
@@ -89,7 +90,7 @@ def search_texts(
         ref.local_path, threads=resolve_threads(config_path).query, verbose=request.verbose
     )
     embedding_started = time.perf_counter()
-    vectors = embedder.embed([prompt.query(text) for text in texts])
+    vectors = embedder.embed([prompt.query(model_text(text)) for text in texts])
     embed_seconds = time.perf_counter() - embedding_started
     results = []
     for text, vector in zip(texts, vectors, strict=True):
