@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import random
 import string
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tansaku.sources.transcripts import claude, codex
-from tansaku.sources.transcripts.redact import redact, redact_turn
+from tansaku.sources.transcripts.redact import redact
+from tansaku.sources.transcripts.redact_units import redact_report
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
 FAKE = "0" * 24
@@ -115,23 +117,22 @@ def test_counts_add_up_per_kind():
     assert result.text.endswith("ok line")
 
 
-def fixture_turns():
-    main = FIXTURES / "claude" / "-home-ann-proj" / "5b1f0c2e-7d4a-4c1b-9e3f-2a6d8c0b1e47.jsonl"
+MAIN = FIXTURES / "claude" / "-home-ann-proj" / "5b1f0c2e-7d4a-4c1b-9e3f-2a6d8c0b1e47.jsonl"
+
+
+def fixture_reports():
     rollout = next((FIXTURES / "codex" / "sessions").rglob("rollout-*7c9e6679*.jsonl"))
-    return [
-        *claude.parse(main.read_bytes(), str(main)).turns,
-        *codex.parse(rollout.read_bytes(), str(rollout)).turns,
-    ]
+    return [claude.parse(MAIN.read_bytes(), str(MAIN)), codex.parse(rollout.read_bytes(), str(rollout))]
 
 
 def test_fixture_tool_output_secrets_are_redacted_and_the_text_around_them_kept():
     totals: dict[str, int] = {}
     redacted_text = []
-    for turn in fixture_turns():
-        clean, counts = redact_turn(turn)
-        for kind, count in counts.items():
+    for report in fixture_reports():
+        clean = redact_report(report)
+        for kind, count in clean.turn_counts.items():
             totals[kind] = totals.get(kind, 0) + count
-        redacted_text.append(clean.text)
+        redacted_text.extend(turn.text for turn in clean.report.turns)
     joined = "\n".join(redacted_text)
     assert totals == {
         "openai_key": 2,
@@ -153,11 +154,14 @@ def test_fixture_tool_output_secrets_are_redacted_and_the_text_around_them_kept(
         assert kept in joined
 
 
-def test_redact_turn_also_cleans_the_run_prompt():
-    turn = next(t for t in fixture_turns() if t.kind == "text" and t.role == "user")
-    secret_prompt = turn.run_prompt + " my key is sk-" + "test-" + FAKE
-    cleaned, counts = redact_turn(
-        type(turn)(**{**turn.__dict__, "text": secret_prompt, "run_prompt": secret_prompt})
-    )
+def test_a_run_prompt_is_redacted_in_every_copy_and_counted_once():
+    report = claude.parse(MAIN.read_bytes(), str(MAIN))
+    first = next(t for t in report.turns if t.kind == "text" and t.role == "user")
+    secret_prompt = first.run_prompt + " my key is sk-" + "test-" + FAKE
+    turn = replace(first, text=secret_prompt, run_prompt=secret_prompt)
+    run = replace(report.runs[0], prompt=secret_prompt)
+    clean = redact_report(replace(report, turns=(turn,), runs=(run,)))
+    (cleaned,) = clean.report.turns
     assert "sk-test-" not in cleaned.text and "sk-test-" not in cleaned.run_prompt
-    assert counts == {"openai_key": 1}
+    assert "sk-test-" not in clean.report.runs[0].prompt
+    assert clean.turn_counts == {"openai_key": 1}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from ..config.masks import MaskMatcher, expand_masks
 from ..sources.reader import line_count
 from ..sources.transcripts.formats import parser_for, provisional_session_id
 from ..sources.transcripts.model import ParseReport, ParseState, Run, Turn
-from ..sources.transcripts.redact import redact, redact_turn
+from ..sources.transcripts.redact_units import redact_report
 from ..sources.walk import FoundFile, walk_collection
 from ..store import chunks as chunk_store
 from ..store import documents as doc_store
@@ -49,6 +49,9 @@ PREFIX_SAMPLE = 4096
 TRANSCRIPT_STRATEGY = "transcript"
 SEPARATOR = "\n\n"
 _ESTIMATE = EstimatedTokens()
+# 2: session titles, projects, tool names and the stored parser state are redacted too (1 redacted
+# turn texts and prompts only), so sessions indexed by 1 are read again.
+TRANSCRIPT_INDEXER_VERSION = 2
 
 
 def prefix_sha(path: str, end: int) -> str:
@@ -86,6 +89,8 @@ def plan(conn: Any, collection: Collection, progress: Progress | None = None) ->
     masks = MaskMatcher(expand_masks(collection.masks))
     ignore = MaskMatcher(expand_masks(collection.ignore)) if collection.ignore else None
     existing = tstore.sessions_in(conn, collection.name)
+    # Sessions indexed by an older indexer are read again whole, even when unchanged on disk.
+    outdated = doc_store.indexer_version(conn, collection.name) not in (None, TRANSCRIPT_INDEXER_VERSION)
     result = Plan()
     found: list[FoundFile] = []
     for item in walk_collection(Path(collection.path), masks, ignore):
@@ -100,6 +105,8 @@ def plan(conn: Any, collection: Collection, progress: Progress | None = None) ->
         old = existing.get(item.rel_path)
         if old is None:
             fresh.append(item)
+        elif outdated:
+            result.rewrite.append((old, item))
         elif old.size == item.size and old.mtime_ns == item.mtime_ns:
             result.unchanged += 1
         elif _grew(old, item):
@@ -111,7 +118,7 @@ def plan(conn: Any, collection: Collection, progress: Progress | None = None) ->
     gone = {s.session_id: s for path, s in existing.items() if path not in seen}
     for item in fresh:
         old = gone.get(provisional_session_id(collection.type, item.rel_path))
-        if old is not None and _grew(old, item):
+        if old is not None and not outdated and _grew(old, item):
             del gone[old.session_id]
             result.move.append((old, item))
         else:
@@ -211,9 +218,6 @@ def report(collection: Collection, work: Plan) -> CollectionUpdate:
     )
 
 
-TRANSCRIPT_INDEXER_VERSION = 1
-
-
 # --- one file ---------------------------------------------------------------------------------
 
 
@@ -233,30 +237,20 @@ def _epoch(timestamp: str | None) -> float | None:
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
 
 
-def _redacted(
-    collection: Collection, report: ParseReport, totals: _Totals
-) -> tuple[list[Turn], list[Run], ParseState | None, int]:
-    turns, runs, state = list(report.turns), list(report.runs), report.state
+def _parse(
+    collection: Collection, data: bytes, path: str, totals: _Totals, **position: Any
+) -> tuple[ParseReport, int]:
+    """The adapter's report on ``data`` with every text in it redacted (unless the collection says
+    ``redact = false``), and how many secrets its turns held. The only way parsed text reaches
+    the store: whatever a format's adapter emits, and in whichever field, passes through here."""
+    report = parser_for(collection.type)(data, path, **position)
+    _note_problems(report, totals)
     if not collection.redact:
-        return turns, runs, state, 0
-    count = 0
-    out: list[Turn] = []
-    for turn in turns:
-        clean, counts = redact_turn(turn)
-        totals.redactions.update(counts)
-        count += sum(counts.values())
-        out.append(clean)
-    runs = [replace(run, prompt=redact(run.prompt).text) for run in runs]
-    if state is not None:
-        # The state is stored: the prompts it carries must not keep a secret either.
-        state = replace(
-            state,
-            run_prompt=redact(state.run_prompt).text,
-            pending_prompt=redact(state.pending_prompt).text
-            if state.pending_prompt
-            else state.pending_prompt,
-        )
-    return out, runs, state, count
+        return report, 0
+    redacted = redact_report(report)
+    totals.redactions.update(redacted.turn_counts)
+    totals.redactions.update(redacted.session_counts)
+    return redacted.report, sum(redacted.turn_counts.values()) + sum(redacted.session_counts.values())
 
 
 def _heading(turn: Turn) -> tuple[str, ...]:
@@ -408,9 +402,8 @@ def _index_whole(
     except OSError as exc:
         totals.skipped.append(SkippedFile(item.rel_path, f"unreadable ({exc.strerror})"))
         return False
-    report = parser_for(collection.type)(data, item.rel_path)
-    _note_problems(report, totals)
-    turns, runs, state, redacted = _redacted(collection, report, totals)
+    report, redacted = _parse(collection, data, item.rel_path, totals)
+    turns, runs, state = list(report.turns), list(report.runs), report.state
     if not turns:
         totals.skipped.append(SkippedFile(item.rel_path, "empty" if not data.strip() else "no-turns"))
         return False
@@ -461,11 +454,16 @@ def _append(
     """Read a grown file from where the last update stopped and add what it gained."""
     data = _read(item.abs_path, old.end_offset)
     state = ParseState.from_dict(json.loads(old.state)) if old.state and old.state != "{}" else None
-    report = parser_for(collection.type)(
-        data, item.rel_path, start_offset=old.end_offset, start_line=old.line_count, state=state
+    report, redacted = _parse(
+        collection,
+        data,
+        item.rel_path,
+        totals,
+        start_offset=old.end_offset,
+        start_line=old.line_count,
+        state=state,
     )
-    _note_problems(report, totals)
-    turns, runs, new_state, redacted = _redacted(collection, report, totals)
+    turns, runs, new_state = list(report.turns), list(report.runs), report.state
     prefix = prefix_sha(item.abs_path, report.end_offset)
     if not turns:
         tstore.set_read_position(
@@ -479,7 +477,7 @@ def _append(
             json.dumps(new_state.as_dict() if new_state else {}, ensure_ascii=False),
         )
         if report.session.title and report.session.title != old.title:
-            tstore.put_session(conn, old.doc_id, _facts(report, new_state, prefix, old.redacted))
+            tstore.put_session(conn, old.doc_id, _facts(report, new_state, prefix, old.redacted + redacted))
         return
     old_text = doc_store.body(conn, old.hash)
     fingerprint = params.fingerprint()

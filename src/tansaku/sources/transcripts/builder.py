@@ -16,6 +16,7 @@ from typing import Any
 
 from .jsonl import LineScan
 from .model import Kind, ParseReport, ParseState, Role, Run, Session, SourceFormat, Turn
+from .redact import redact
 
 
 def _timestamp_key(value: str) -> datetime | None:
@@ -156,11 +157,11 @@ class SessionBuilder:
 
     def is_twin_of_pending_prompt(self, source: str, text: str) -> bool:
         state = self.state
-        return (
-            state.pending_prompt is not None
-            and state.pending_prompt_source != source
-            and state.pending_prompt == text.strip()
-        )
+        if state.pending_prompt is None or state.pending_prompt_source == source:
+            return False
+        prompt = text.strip()
+        # A state read back from the index holds the prompt as it was indexed: redacted.
+        return state.pending_prompt == prompt or state.pending_prompt == redact(prompt).text
 
     def forget_pending_prompt(self) -> None:
         self.state = replace(self.state, pending_prompt=None, pending_prompt_source=None)

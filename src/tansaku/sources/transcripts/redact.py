@@ -27,9 +27,9 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from .model import Turn
+from .secret_shapes import REPORTED_KIND, SHAPED_RULES, VALUE_TESTS, Rule, decoded_text
 
 ENTROPY_MIN_LENGTH = 32
 ENTROPY_BITS_PER_CHAR = 4.0
@@ -53,13 +53,14 @@ class Redaction:
 _SECRET_NAME = (
     r"(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?|AUTH_?KEY)"
 )
+# What the lower-cased text must hold for a secret-named assignment to be possible.
+_NAME_WORDS = ("token", "secret", "pass", "key", "credential")
 _BOUNDARY = r"(?<![A-Za-z0-9_\-])"
 _END = r"(?![A-Za-z0-9_\-])"
 _NOT_A_REFERENCE = r"(?![$<\[*])"
 
-# (kind, pattern, group to replace or 0 for the whole match)
-_RULES: list[tuple[str, re.Pattern[str], int]] = [
-    (
+_RULES: list[Rule] = [
+    Rule(
         "private_key",
         re.compile(
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"
@@ -67,25 +68,38 @@ _RULES: list[tuple[str, re.Pattern[str], int]] = [
             re.S,
         ),
         0,
+        ("private key",),
     ),
-    ("anthropic_key", re.compile(_BOUNDARY + r"sk-ant-[A-Za-z0-9_\-]{20,}" + _END), 0),
+    Rule("anthropic_key", re.compile(_BOUNDARY + r"sk-ant-[A-Za-z0-9_\-]{20,}" + _END), 0, ("sk-ant-",)),
     # OpenAI: sk-, sk-proj-, sk-svcacct-...; the tail must hold a digit so kebab-case words that
     # happen to start with "sk-" are not keys.
-    ("openai_key", re.compile(_BOUNDARY + r"sk-(?=[A-Za-z_\-]*[0-9])[A-Za-z0-9_\-]{20,}" + _END), 0),
-    (
+    Rule(
+        "openai_key",
+        re.compile(_BOUNDARY + r"sk-(?=[A-Za-z_\-]*[0-9])[A-Za-z0-9_\-]{20,}" + _END),
+        0,
+        ("sk-",),
+    ),
+    Rule(
         "github_token",
         re.compile(_BOUNDARY + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})" + _END),
         0,
+        ("gh", "github_pat_"),
     ),
-    ("aws_access_key", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"), 0),
-    ("slack_token", re.compile(_BOUNDARY + r"xox[abprs]-[A-Za-z0-9\-]{10,}" + _END), 0),
-    ("google_api_key", re.compile(_BOUNDARY + r"AIza[0-9A-Za-z_\-]{35}" + _END), 0),
-    (
+    Rule(
+        "aws_access_key",
+        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
+        0,
+        ("akia", "asia"),
+    ),
+    Rule("slack_token", re.compile(_BOUNDARY + r"xox[abprs]-[A-Za-z0-9\-]{10,}" + _END), 0, ("xox",)),
+    Rule("google_api_key", re.compile(_BOUNDARY + r"AIza[0-9A-Za-z_\-]{35}" + _END), 0, ("aiza",)),
+    Rule(
         "jwt",
         re.compile(_BOUNDARY + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}" + _END),
         0,
+        ("eyj",),
     ),
-    (
+    Rule(
         "bearer_token",
         re.compile(
             r"(?i)\b(?:authorization:\s*(?:bearer|token)|bearer)\s+"
@@ -93,12 +107,18 @@ _RULES: list[tuple[str, re.Pattern[str], int]] = [
             + r"([A-Za-z0-9._~+/=\-]{16,})"
         ),
         1,
+        ("bearer",),
     ),
-    ("basic_auth", re.compile(r"(?i)\bauthorization:\s*basic\s+([A-Za-z0-9+/=]{8,})"), 1),
-    # scheme://user:password@host: only the password goes.
-    ("url_password", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:" + _NOT_A_REFERENCE + r"([^\s@/]+)@"), 1),
+    Rule("basic_auth", re.compile(r"(?i)\bauthorization:\s*basic\s+([A-Za-z0-9+/=]{8,})"), 1, ("basic",)),
+    # scheme://user:password@host (or redis://:password@host): only the password goes.
+    Rule(
+        "url_password",
+        re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:" + _NOT_A_REFERENCE + r"([^\s@/]+)@"),
+        1,
+        ("://",),
+    ),
     # Shell and environment style, anywhere: OPENAI_API_KEY=..., export DB_PASSWORD="...".
-    (
+    Rule(
         "secret_assignment",
         re.compile(
             r"(?<![A-Za-z0-9_])[A-Z0-9_]*"
@@ -108,9 +128,10 @@ _RULES: list[tuple[str, re.Pattern[str], int]] = [
             + r"([^\s\"'`]{3,})"
         ),
         1,
+        _NAME_WORDS,
     ),
     # dotenv, INI, YAML at the start of a line, any case, bare value to the end of the line.
-    (
+    Rule(
         "secret_assignment",
         re.compile(
             r"(?im)^[ \t]*(?:export[ \t]+)?[a-z0-9_.\-]*"
@@ -120,9 +141,10 @@ _RULES: list[tuple[str, re.Pattern[str], int]] = [
             + r"([^\s\"'()\[\]{},;]{3,})[\"']?[ \t]*$"
         ),
         1,
+        _NAME_WORDS,
     ),
     # JSON and Python literals: "password": "...", 'api_key': '...'.
-    (
+    Rule(
         "secret_assignment",
         re.compile(
             r"(?i)([\"'])[a-z0-9_.\-]*"
@@ -132,7 +154,10 @@ _RULES: list[tuple[str, re.Pattern[str], int]] = [
             + r"([^\"'\s]{3,})\2"
         ),
         3,
+        _NAME_WORDS,
     ),
+    # More shapes (secret_shapes.py), after the ones above so those name what they find.
+    *SHAPED_RULES,
 ]
 
 _ENTROPY_CANDIDATE = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{" + str(ENTROPY_MIN_LENGTH) + ",}")
@@ -142,6 +167,14 @@ _WORDISH_RUN = re.compile(r"[A-Z]?[a-z]{3,}")
 # (Users/AnnSmith/Projects2025) has high entropy too; random keys rarely hold long runs of
 # lower-case letters (in 40 random base64 characters they cover about 15%).
 MAX_WORDISH_SHARE = 0.6
+
+
+# Long base64 that is not secret by what precedes it: npm/SRI digests (sha512-...), data: URIs
+# (;base64,...), SSH public keys (ssh-ed25519 AAAA...).
+_DIGEST_PREFIX = re.compile(r"sha(?:1|256|384|512)-")
+_PUBLIC_CONTEXT = re.compile(
+    r"(?:;base64,|(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com) )$"
+)
 
 
 def shannon_entropy(text: str) -> float:
@@ -160,6 +193,8 @@ def _looks_like_secret(token: str, text: str, start: int) -> bool:
         return False
     if start > 0 and text[start - 1] in "/~.":
         return False  # the tail of a path or a file name
+    if _DIGEST_PREFIX.match(core) or _PUBLIC_CONTEXT.search(text, max(0, start - 24), start):
+        return False  # a subresource-integrity digest, a data: URI, an SSH public key
     letters = core.replace("/", "")
     wordish = sum(len(run) for run in _WORDISH_RUN.findall(core))
     if wordish / max(len(letters), 1) >= MAX_WORDISH_SHARE:
@@ -172,38 +207,47 @@ def _looks_like_secret(token: str, text: str, start: int) -> bool:
 _NOT_SECRET_VALUE = re.compile(r"(?i)[0-9.]+|true|false|none|null|yes|no|.*[()].*")
 
 
+def _is_assigned_secret(value: str) -> bool:
+    return not _NOT_SECRET_VALUE.fullmatch(value)
+
+
+_VALUE_TESTS: dict[str, Callable[[str], bool]] = {"secret_assignment": _is_assigned_secret, **VALUE_TESTS}
+
+
 def _replace_group(kind: str, group: int, tally: Counter[str]) -> Callable[[re.Match[str]], str]:
+    test = _VALUE_TESTS.get(kind)
+    reported = REPORTED_KIND.get(kind, kind)
+
     def substitute(match: re.Match[str]) -> str:
-        if kind == "secret_assignment" and _NOT_SECRET_VALUE.fullmatch(match.group(group)):
+        if test is not None and not test(match.group(group)):
             return match.group(0)
-        tally[kind] += 1
+        tally[reported] += 1
         if group == 0:
-            return marker(kind)
+            return marker(reported)
         whole = match.group(0)
         start, end = match.start(group) - match.start(0), match.end(group) - match.start(0)
-        return whole[:start] + marker(kind) + whole[end:]
+        return whole[:start] + marker(reported) + whole[end:]
 
     return substitute
 
 
 def redact(text: str) -> Redaction:
     tally: Counter[str] = Counter()
-    for kind, pattern, group in _RULES:
+    lowered = text.lower()
+    for rule in _RULES:
+        kind, pattern, group, triggers = rule
+        if triggers and not any(trigger in lowered for trigger in triggers):
+            continue
         text = pattern.sub(_replace_group(kind, group, tally), text)
 
     def entropy_substitute(match: re.Match[str]) -> str:
         if not _looks_like_secret(match.group(0), match.string, match.start()):
             return match.group(0)
+        payload = decoded_text(match.group(0))
+        if payload is not None and not redact(payload).counts:
+            return match.group(0)  # base64 of harmless text (what it says holds no secret)
         tally["high_entropy"] += 1
         return marker("high_entropy")
 
     text = _ENTROPY_CANDIDATE.sub(entropy_substitute, text)
     return Redaction(text, dict(tally))
-
-
-def redact_turn(turn: Turn) -> tuple[Turn, dict[str, int]]:
-    """The turn with its text and its run prompt redacted; counts are for the text only, since
-    the prompt is the text of a turn counted on its own."""
-    text = redact(turn.text)
-    prompt = redact(turn.run_prompt).text if turn.run_prompt else turn.run_prompt
-    return replace(turn, text=text.text, run_prompt=prompt), text.counts
