@@ -257,6 +257,8 @@ class DelayedProgress:
     """A progress bar that appears only on a terminal and only once a run has lasted a second."""
 
     DELAY_S = 1.0
+    # rich redraws 10 times a second by default: 1.1 MB of a 26-minute `embed` (issue 23).
+    REDRAWS_PER_SECOND = 2
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
@@ -296,7 +298,12 @@ class DelayedProgress:
                 TextColumn("ETA"),
                 TimeRemainingColumn(),
             )
-            self._bar = Progress(*columns, console=Console(stderr=True), transient=True)
+            self._bar = Progress(
+                *columns,
+                console=Console(stderr=True),
+                transient=True,
+                refresh_per_second=self.REDRAWS_PER_SECOND,
+            )
             self._bar.start()
         description = f"{phase} {self._label}"
         if self._task is None:

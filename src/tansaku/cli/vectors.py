@@ -17,13 +17,21 @@ from .common import (
     collection_names,
     complete_with,
 )
+from .progress_log import DEFAULT_INTERVAL_S, INTERVAL_ENV, LineProgress, progress_interval
 from .search import add_result_options, add_transcript_options, result_limit
 
 EXIT_INTERRUPTED = 130
 
 
 def register(commands: Any) -> None:
-    embed = commands.add_parser("embed", help="compute vectors for chunks that have none (local model)")
+    embed = commands.add_parser(
+        "embed",
+        help="compute vectors for chunks that have none (local model)",
+        description="Compute vectors for chunks that have none, with the local embed model. On a"
+        " terminal a progress bar shows how far it is; otherwise (a log, a pipe) a line on stderr"
+        f" every {DEFAULT_INTERVAL_S:g} s ({INTERVAL_ENV} sets the seconds) gives done, total,"
+        " rate and time left.",
+    )
     complete_with(embed.add_argument(
         "-c", "--collection", action="append", default=[], dest="collections", metavar="NAME",
         help="only this collection (repeatable); default: all",
@@ -57,7 +65,7 @@ def register(commands: Any) -> None:
 
 
 def _embed(args: argparse.Namespace, out: Output) -> int:
-    progress = DelayedProgress(enabled=sys.stdout.isatty() and out.fmt == "cli")
+    progress = embed_progress(out.fmt)
     try:
         report = api_for(args).embed(
             args.collections, force=args.force, progress=progress, verbose=args.verbose
@@ -68,6 +76,14 @@ def _embed(args: argparse.Namespace, out: Output) -> int:
     if report.interrupted:
         return EXIT_INTERRUPTED
     return 4 if any(c.failed for c in report.collections) else 0
+
+
+def embed_progress(fmt: str) -> DelayedProgress | LineProgress:
+    """A bar redrawn in place on a terminal (the cli format), else a line every few seconds on
+    stderr: a log or a pipe gets how far the run is, not nothing and not every redraw."""
+    if sys.stderr.isatty() and fmt == "cli":
+        return DelayedProgress(enabled=True)
+    return LineProgress(sys.stderr, progress_interval())
 
 
 def _vsearch(args: argparse.Namespace, out: Output) -> int:
