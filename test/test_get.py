@@ -189,3 +189,46 @@ def test_ls_lists_files_with_docids(cli, indexed: Path):
         "tansaku://sample/guides/install.md",
     ]
     assert data[2]["docid"] == "#" + docid_of(indexed / "guides" / "install.md")
+
+
+def test_get_from_past_the_end_is_an_error_naming_the_length(cli, indexed: Path):
+    total = len(source_lines(indexed / "guides" / "install.md"))
+    last = cli("get", "sample/guides/install.md", "--from", str(total), "--json")
+    assert last.exit_code == 0 and len(last.json()["lines"]) == 1
+    result = cli("get", "sample/guides/install.md", "--from", "5000", "--json")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    error = result.error()
+    assert error["code"] == "LINE_OUT_OF_RANGE"
+    assert f"has {total} lines" in error["message"] and "5000" in error["message"]
+    text = cli("get", f"sample/guides/install.md:{total + 1}")
+    assert text.exit_code == 1 and f"has {total} lines" in text.stderr
+
+
+def test_get_of_a_deleted_file_says_it_is_gone(cli, indexed: Path):
+    (indexed / "guides" / "install.md").unlink()
+    data = cli("get", "sample/guides/install.md", "--json").json()
+    assert data["missing"] is True and data["stale"] is True
+    out = cli("get", "sample/guides/install.md").stdout
+    assert "no longer on disk" in out.splitlines()[0]
+    assert "changed on disk" not in out
+    # A file changed but still there is stale, not gone.
+    (indexed / "guides" / "backups.md").write_text("# Changed\n", encoding="utf-8")
+    changed = cli("get", "sample/guides/backups.md", "--json").json()
+    assert changed["stale"] is True and changed["missing"] is False
+
+
+def test_multi_get_line_limit_applies_max_bytes_to_the_lines_shown(cli, indexed: Path):
+    big = indexed / "notes" / "big.md"
+    big.write_text("# Big\n" + "filler line for size\n" * 800, encoding="utf-8")
+    assert big.stat().st_size > 10 * 1024
+    cli("update")
+    data = cli("multi-get", "sample/notes/*.md", "-l", "3", "--json").json()
+    shown = {d["virtual_path"]: d for d in data["documents"]}
+    assert shown["tansaku://sample/notes/big.md"]["lines"] == ["# Big"] + ["filler line for size"] * 2
+    assert shown["tansaku://sample/notes/big.md"]["truncated"] is True
+    assert data["skipped"] == []
+    # Lines larger than the limit are still skipped whole, with the reason.
+    tight = cli("multi-get", "sample/notes/big.md", "-l", "3", "--max-bytes", "20", "--json").json()
+    assert tight["documents"] == []
+    assert "first 3 lines" in tight["skipped"][0]["reason"]

@@ -67,6 +67,13 @@ class DocumentNotFound(TansakuError):
     exit_code = 1
 
 
+class LineOutOfRange(TansakuError):
+    """A first line past the end of the document: nothing there to read."""
+
+    code = "LINE_OUT_OF_RANGE"
+    exit_code = 1
+
+
 class AmbiguousDocid(TansakuError):
     code = "DOCID_AMBIGUOUS"
 

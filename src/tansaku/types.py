@@ -195,6 +195,7 @@ class DocumentSlice:
     lines: tuple[str, ...]
     truncated: bool  # True when lines after the slice exist and were not returned
     stale: bool = False
+    missing: bool = False  # the file is gone from disk (deleted or moved since it was indexed)
 
 
 @_deferred(frozen=True)

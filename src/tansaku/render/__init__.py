@@ -164,6 +164,14 @@ def truncation_note(doc: DocumentSlice) -> str:
 
 
 STALE_NOTE = "[stale: the file changed on disk since it was indexed; run tansaku update]"
+GONE_NOTE = "[gone: the file is no longer on disk (deleted or moved); this is the indexed text]"
+
+
+def disk_note(doc: DocumentSlice) -> str | None:
+    """What a reader must know about the file behind a document, if anything."""
+    if doc.missing:
+        return GONE_NOTE
+    return STALE_NOTE if doc.stale else None
 
 
 def results_footer(result: SearchResult) -> str:

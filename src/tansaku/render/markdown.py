@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from tansaku import types as _types
 from tansaku.render import (
-    STALE_NOTE,
     RenderOptions,
     citation,
+    disk_note,
     heading_trail,
     number_lines,
     pack_footer,
@@ -106,8 +106,9 @@ def _document(doc: DocumentSlice, opts: RenderOptions, level: str = "##") -> lis
     span = f"lines {doc.from_line}-{last} of {doc.total_lines}" if doc.lines else f"{doc.total_lines} lines"
     meta = [show_docid(doc.docid), escape(doc.title), span] if doc.title else [show_docid(doc.docid), span]
     blocks = [f"{level} {code_span(shown_path(doc, opts))}", " · ".join(meta)]
-    if doc.stale:
-        blocks.append(escape(STALE_NOTE))
+    note = disk_note(doc)
+    if note:
+        blocks.append(escape(note))
     lines: list[str] | tuple[str, ...] = doc.lines
     if opts.line_numbers:
         lines = number_lines(doc.lines, doc.from_line, len(str(doc.total_lines)))

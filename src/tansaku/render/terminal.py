@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from tansaku import types as _types
 from tansaku.render import (
-    STALE_NOTE,
     RenderOptions,
+    disk_note,
     heading_trail,
     number_lines,
     pack_footer,
@@ -125,7 +125,8 @@ def _hit_lines(hit: Hit, opts: RenderOptions) -> list[str]:
 
 def _document_lines(doc: DocumentSlice, opts: RenderOptions) -> list[str]:
     # `get` prints the document's own text, untouched, so it can be piped like `cat`.
-    lines = [STALE_NOTE] if doc.stale else []
+    note = disk_note(doc)
+    lines = [note] if note else []
     if opts.line_numbers:
         width = len(str(doc.total_lines))
         lines += number_lines(doc.lines, doc.from_line, width)

@@ -129,6 +129,7 @@ def _document(doc: DocumentSlice) -> list[str]:
         from_line=doc.from_line,
         truncated=doc.truncated,
         stale=doc.stale,
+        missing=doc.missing,
     )
     children = [element("title", doc.title), *(element("context", c) for c in doc.contexts)]
     children.append(element("text", "\n".join(doc.lines)))

@@ -12,7 +12,7 @@ from typing import Any
 from .. import limits
 from ..config.contexts import contexts_for
 from ..config.masks import MaskMatcher, expand_masks
-from ..errors import AmbiguousDocid, DocumentNotFound, UsageError
+from ..errors import AmbiguousDocid, DocumentNotFound, LineOutOfRange, UsageError
 from ..paths import VIRTUAL_PREFIX, normalize_rel, split_virtual_path, virtual_path
 from ..search.hits import is_stale
 from ..search.snippets import split_lines
@@ -183,6 +183,14 @@ def slice_document(
     text = store.body(conn, doc.hash)
     lines = split_lines(text)
     start = max(1, bounds.from_line)
+    shown = virtual_path(doc.collection, doc.path)
+    if start > max(1, len(lines)):
+        raise LineOutOfRange(
+            f"{shown} has {len(lines)} lines: there is no line {start}",
+            hint=f"read it from a line up to {len(lines)}" if lines else "the document is empty",
+            total_lines=len(lines),
+            from_line=start,
+        )
     end = len(lines) if bounds.max_lines is None else min(len(lines), start - 1 + bounds.max_lines)
     chosen: list[str] = []
     used = 0
@@ -193,11 +201,12 @@ def slice_document(
         chosen.append(line)
     collection = collections[doc.collection]
     disk_path = os.path.join(collection.path, *doc.path.split("/"))
+    stale = is_stale(disk_path, doc.size, doc.mtime_ns)
     return DocumentSlice(
         docid=doc.hash[:6],
         collection=doc.collection,
         path=doc.path,
-        virtual_path=virtual_path(doc.collection, doc.path),
+        virtual_path=shown,
         disk_path=disk_path,
         title=doc.title,
         contexts=contexts_for(contexts, doc.collection, doc.path),
@@ -206,7 +215,8 @@ def slice_document(
         from_line=start,
         lines=tuple(chosen),
         truncated=start - 1 + len(chosen) < len(lines),
-        stale=is_stale(disk_path, doc.size, doc.mtime_ns),
+        stale=stale,
+        missing=stale and not os.path.lexists(disk_path),
     )
 
 
@@ -252,17 +262,18 @@ def multi_get(
             continue
         seen.add(doc.id)
         limits.check()
-        if doc.size > max_bytes:
-            skipped.append(
-                SkippedDocument(
-                    virtual_path(doc.collection, doc.path),
-                    doc.size,
-                    f"larger than --max-bytes {max_bytes}; read it with `tansaku get` and -l/--from",
-                )
-            )
+        if max_lines is None and doc.size > max_bytes:
+            skipped.append(_skip(doc, f"larger than --max-bytes {max_bytes}"))
             continue
-        bounds = LineRange(max_lines=max_lines, max_bytes=max_bytes)
-        slices.append(slice_document(conn, doc, collections, contexts, bounds))
+        # With -l the output is at most that many lines: the byte limit applies to them, not to
+        # the whole file (3 lines of a 12 KiB page fit in 10 KiB).
+        unbounded = DEFAULT_GET_MAX_BYTES + max_bytes
+        piece = slice_document(conn, doc, collections, contexts, LineRange(1, max_lines, unbounded))
+        used = sum(len(line.encode("utf-8")) + 1 for line in piece.lines)
+        if max_lines is not None and used > max_bytes:
+            skipped.append(_skip(doc, f"its first {max_lines} lines are larger than --max-bytes {max_bytes}"))
+            continue
+        slices.append(piece)
     return MultiGetResult(
         pattern=pattern,
         documents=tuple(slices),
@@ -270,6 +281,14 @@ def multi_get(
         max_bytes=max_bytes,
         max_lines=max_lines,
         warnings=tuple(warnings),
+    )
+
+
+def _skip(doc: store.StoredDocument, why: str) -> SkippedDocument:
+    return SkippedDocument(
+        virtual_path(doc.collection, doc.path),
+        doc.size,
+        f"{why}; read it with `tansaku get` and -l/--from",
     )
 
 
