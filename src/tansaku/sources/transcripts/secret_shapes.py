@@ -100,12 +100,13 @@ SHAPED_RULES: list[Rule] = [
         1,
         ("key", "token"),
     ),
-    # password='...' and api_key = "..." in code, any case, anywhere: the quoted value.
+    # password='...' and api_key = "..." in code, any case, anywhere: the quoted value. The name
+    # ends there or at a separator (db_password_2, not tokenizer = "bert-base").
     Rule(
         "secret_assignment",
         re.compile(
             r"(?i)(?:password|passwd|passphrase|secret|token|api_?key|access_?key|private_?key)"
-            r"\w*\s*=\s*([\"'])" + _NOT_A_REFERENCE + r"([^\"'\s]{3,})\1"
+            r"(?:[_-]\w*)?\s*=\s*([\"'])" + _NOT_A_REFERENCE + r"([^\"'\s]{3,})\1"
         ),
         2,
         _PASSWORD_WORDS,
