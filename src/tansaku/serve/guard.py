@@ -30,6 +30,7 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+_TOKENLESS_PATHS = frozenset({"/health", "/", "/page/app.js", "/page/app.css"})
 _DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 
 
@@ -159,7 +160,7 @@ class Guard:
             return _reply(403, "HOST_REFUSED", "the Host header does not name this server")
         if (
             self.token is not None
-            and path != "/health"
+            and path not in _TOKENLESS_PATHS  # /health, and the page, which holds no data
             and not bearer_matches(headers.get("authorization", ""), self.token)
         ):
             return _reply(401, "TOKEN_REQUIRED", f"send Authorization: Bearer <{TOKEN_ENV}>")

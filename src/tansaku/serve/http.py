@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from .. import __version__
 from ..errors import TansakuError, UsageError
-from . import connections, guard
+from . import connections, guard, page
 from .requests import DEFAULT_DEADLINE_S, Service
 
 DEFAULT_HOST = "127.0.0.1"
@@ -183,6 +183,7 @@ def routes(service: Service, settings: Settings) -> list[Route]:
         Route("/vsearch", _endpoint(service, "vsearch", _json_body), methods=post),
         Route("/query", _endpoint(service, "query", _json_body), methods=post),
         Route("/multi-get", _endpoint(service, "multi_get", _json_body), methods=post),
+        *page.page_routes(),
     ]
 
 
@@ -211,6 +212,7 @@ def banner(service: Service, settings: Settings) -> str:
     stop = "`tansaku mcp stop`" if settings.mode == "daemon" else "Ctrl-C (or SIGTERM)"
     lines = [
         f"tansaku {__version__} serving on {settings.url} (pid {os.getpid()}, {settings.mode})",
+        f"  search page: {settings.url}/",
         f"  MCP (Streamable HTTP): {settings.url}/mcp",
         "  JSON: POST /search /vsearch /query /multi-get, GET /get /status /health",
         f"  config: {api.config_path}",
