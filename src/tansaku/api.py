@@ -57,8 +57,13 @@ class Tansaku:
         cwd: str | None = None,
         keep_vectors: bool = True,
         keep_connections: bool = False,
+        disk_paths: bool = True,
     ) -> None:
-        """``keep_vectors``: vsearch reads the model's vectors into memory once and answers every
+        """``disk_paths``: a reference may be a file path on this machine (absolute, or relative
+        to the working folder) inside a collection; a server passes False, so a caller names
+        documents only by collection path, virtual path or docid.
+
+        ``keep_vectors``: vsearch reads the model's vectors into memory once and answers every
         later query from there while the index is unchanged (for a process that lives on, like a
         server). A one-shot command passes False: it searches them on disk with sqlite-vec rather
         than read them all for a single query. ``keep_connections``: read connections stay open
@@ -66,6 +71,7 @@ class Tansaku:
         self.locations: Locations = locations(index_name)
         self.cwd = cwd
         self.keep_vectors = keep_vectors
+        self.disk_paths = disk_paths
         self._vectors: VectorCache | None = None
         self._readers = db.ReaderPool(self.index_path) if keep_connections else None
         self._creating = threading.Lock()
@@ -552,7 +558,7 @@ class Tansaku:
             max_bytes=max_bytes or DEFAULT_GET_MAX_BYTES,
         )
         with self._reader() as conn:
-            doc = resolve(conn, base, config.collections)
+            doc = resolve(conn, base, config.collections, disk_paths=self.disk_paths)
             if config.collections[doc.collection].type != "files" and (from_line or suffix_from):
                 from .retrieve.sessions import turn_window
 
@@ -573,6 +579,7 @@ class Tansaku:
                 config.contexts,
                 max_lines,
                 max_bytes or DEFAULT_MULTI_GET_MAX_BYTES,
+                disk_paths=self.disk_paths,
             )
 
     def chunks(self, ref: str, *, chunk_strategy: str | None = None) -> DocumentChunks:

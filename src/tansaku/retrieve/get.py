@@ -69,8 +69,11 @@ def resolve(
     ref: str,
     collections: Mapping[str, Collection],
     similar: SimilarPaths | None = None,
+    *,
+    disk_paths: bool = True,
 ) -> store.StoredDocument:
     """Find one document; an ambiguous docid or a miss is an error that lists the candidates.
+    ``disk_paths``: a file path on this machine inside a collection names its document too.
 
     ``similar`` suggests paths for a miss (pass one per call to share its index between refs);
     None builds one for this ref."""
@@ -80,7 +83,7 @@ def resolve(
         name, rel = split_virtual_path(ref)
         found = store.document_at(conn, name, rel)
     else:
-        found = _by_path(conn, ref, collections)
+        found = _by_path(conn, ref, collections, disk_paths)
     if found is None and docid:
         matches = store.documents_by_hash_prefix(conn, docid.group(1).lower())
         distinct = {doc.hash for doc in matches}
@@ -100,8 +103,10 @@ def resolve(
     return found
 
 
-def _by_path(conn: Any, ref: str, collections: Mapping[str, Collection]) -> store.StoredDocument | None:
-    if os.path.isabs(ref) or os.path.exists(ref):
+def _by_path(
+    conn: Any, ref: str, collections: Mapping[str, Collection], disk_paths: bool
+) -> store.StoredDocument | None:
+    if disk_paths and (os.path.isabs(ref) or os.path.exists(ref)):
         real = os.path.realpath(ref)
         for c in collections.values():
             root = os.path.realpath(c.path)
@@ -227,6 +232,8 @@ def multi_get(
     contexts: Mapping[str, str],
     max_lines: int | None,
     max_bytes: int = DEFAULT_MULTI_GET_MAX_BYTES,
+    *,
+    disk_paths: bool = True,
 ) -> MultiGetResult:
     items = split_comma_list(pattern)
     if len(items) > limits.MAX_MULTI_GET_REFS:
@@ -251,7 +258,7 @@ def multi_get(
             docs.extend(matched)
         else:
             try:
-                docs.append(resolve(conn, item, collections, similar))
+                docs.append(resolve(conn, item, collections, similar, disk_paths=disk_paths))
             except DocumentNotFound as exc:
                 warnings.append(Notice("NO_MATCH", f"{exc.message} ({exc.hint})"))
     seen: set[int] = set()

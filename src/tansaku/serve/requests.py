@@ -295,7 +295,9 @@ class Service:
     """
 
     def __init__(self, index_name: str | None = None, *, deadline_s: float = DEFAULT_DEADLINE_S) -> None:
-        self.api = Tansaku(index_name, keep_vectors=True, keep_connections=True)
+        # A caller names documents by collection path, virtual path or docid: never by a path
+        # under the folder the server happens to run in.
+        self.api = Tansaku(index_name, keep_vectors=True, keep_connections=True, disk_paths=False)
         self.deadline_s = deadline_s
         self._models = threading.Lock()
         self._limiters: dict[bool, Any] = {}
