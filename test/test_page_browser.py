@@ -90,3 +90,24 @@ def test_a_missing_model_shows_its_command(server: Server, browser):
     page.fill("#q", "restore")
     page.wait_for_selector("#status .error")
     assert "tansaku" in page.inner_text("#status")
+
+
+def test_a_foreign_page_cannot_use_the_api(server: Server, browser):
+    page = browser.new_page()
+    # A page of another site (served by Playwright, never fetched from the network) calls the API.
+    page.route(
+        "http://foreign.example/", lambda route: route.fulfill(body="<p>x</p>", content_type="text/html")
+    )
+    page.goto("http://foreign.example/")
+    outcome = page.evaluate(
+        """async (url) => { try {
+             const r = await fetch(url + '/search', {method: 'POST',
+                 headers: {'Content-Type': 'application/json'}, body: JSON.stringify({query: 'restore'})});
+             return 'status ' + r.status; } catch (e) { return 'blocked'; } }""",
+        server.url,
+    )
+    assert outcome == "blocked"
+    assert (
+        "ORIGIN_REFUSED"
+        in server.post("/search", {"query": "x"}, headers={"Origin": "http://foreign.example"}).body.decode()
+    )
