@@ -3,6 +3,13 @@
 FTS5 already decided that the document matches; this module only has to find the line that best
 shows why, so matching here is approximate by design: a light English stemmer instead of porter,
 substring matching for CJK, phrases matched word by word.
+
+The best line matches the most terms, a term that the line defines (see defining.py) counting
+twice; among lines that match as many, the one that defines the rarer terms (fewer lines of the
+document hold them: a man page's own name is on half its lines, the option asked for on three)
+wins, then the first. So ``ssh-keygen`` shows the NAME line rather than the page header ``SSH-KEYGEN(1)``,
+which holds the same words, and ``tar -x`` the ``-x, --extract`` entry rather than the synopsis
+``tar -x [-f ARCHIVE]``.
 """
 
 from __future__ import annotations
@@ -12,7 +19,9 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from math import log
 
+from tansaku.search.defining import defined_names, may_define
 from tansaku.text.cjk import has_cjk
 from tansaku.types import Snippet
 
@@ -25,6 +34,12 @@ _FRONT_MATTER_CLOSE = ("---", "...")
 _SUFFIXES = ("ing", "ies", "ied", "ed", "es", "ly", "s")
 _ES_AFTER = ("s", "x", "z", "ch", "sh")  # "es" is a suffix only after these (boxes, but not files)
 _KEEP_DOUBLE = "lsz"  # porter's exception: falling → fall, not fal
+# A term that a line defines counts this many times more there than a mention does.
+_DEFINING_BONUS = 1
+# Weights are whole numbers (a thousandth of the natural log) so that sums compare exactly.
+_WEIGHT_SCALE = 1000
+# Terms this short are counted as whole words when their rarity is measured.
+_SHORT_TERM = 3
 
 
 def split_lines(body: str) -> list[str]:
@@ -120,7 +135,7 @@ class _Matcher:
         prepared = (_prepare(term) for term in terms)
         self.terms = tuple(dict.fromkeys(term for term in prepared if term is not None))
         probes = sorted({term.probe for term in self.terms if term.probe}, key=len, reverse=True)
-        self._terms_per_probe = {p: sum(1 for t in self.terms if t.probe == p) for p in probes}
+        self._probes = probes
         # One C-level scan per line finds which probes it holds: an upper bound on its score that
         # costs far less than splitting the line into words in Python.
         alternation = "|".join(re.escape(p) for p in probes)
@@ -128,11 +143,35 @@ class _Matcher:
         # than re.IGNORECASE does.
         self._probe_re = re.compile(alternation) if probes else None
 
+    def weights(self, lines: list[str]) -> dict[_Term, int]:
+        """Each term's weight in this document: higher the fewer lines hold it (an IDF over lines).
+
+        Counted by one scan per term for the words that start like the term (whole words for a
+        term of three letters or fewer: "x" must not count every "xz"), so a term's weight never
+        depends on which lines were verified.
+        """
+        text = "\n".join(lines).lower()
+        size = max(len(lines), 1)
+        weights: dict[_Term, int] = {}
+        for term in self.terms:
+            if term.pieces:
+                count = text.count(term.pieces[0])
+            else:
+                # The literal first, so that the regex engine scans for it in C; then whether a
+                # word character comes before it (and, for a short term, after it).
+                short = len(term.stems[0]) <= _SHORT_TERM and not (term.prefix and len(term.stems) == 1)
+                word = term.stems[0] if short else term.probe
+                before = rf"(?<![^\W_].{{{len(word)}}})"
+                count = len(re.findall(re.escape(word) + before + (r"(?![^\W_])" if short else ""), text))
+            weights[term] = round(_WEIGHT_SCALE * log(1 + size / max(count, 1)))
+        return weights
+
     def upper_bounds(self, lines: list[str], start: int, end: int) -> dict[int, int]:
         """Line index -> at least the number of terms the line can match; lines that cannot match
         any term are left out. One regex scan over the text instead of one per line."""
         if self._probe_re is None or start >= end:
             return {}
+        per_probe = {p: sum(1 for t in self.terms if t.probe == p) for p in self._probes}
         bounds: dict[int, int] = {}
         text = "\n".join(lines[start:end]).lower()
         if not text.isascii():
@@ -151,16 +190,27 @@ class _Matcher:
         for i, probes in found.items():
             # finditer reports non-overlapping matches, so a probe inside a longer one is missed:
             # count any probe contained in a found one too.
-            bounds[i] = sum(n for p, n in self._terms_per_probe.items() if any(p in f for f in probes))
+            bounds[i] = sum(n for p, n in per_probe.items() if any(p in f for f in probes))
         return bounds
 
     def find(self, line: str) -> tuple[int, int | None]:
         """How many terms ``line`` matches and where the earliest match starts (an index in ``line``)."""
+        found = self._matches(line)
+        return len(found), min(found.values()) if found else None
+
+    def counted(self, line: str) -> tuple[int, list[_Term]]:
+        """How many terms ``line`` matches, a term it defines counted twice, and those terms
+        with the defined ones repeated (what the line's rarity is summed over)."""
+        found = list(self._matches(line))
+        defined = _defined_terms(line, found) if found and may_define(line) else []
+        return len(found) + _DEFINING_BONUS * len(defined), found + defined * _DEFINING_BONUS
+
+    def _matches(self, line: str) -> dict[_Term, int]:
+        """The terms ``line`` matches, each with where its first match starts."""
         lowered = line.lower()
         # Folding is for latin terms only: NFKD would also strip the dakuten off kana.
         folded = lowered if line.isascii() else _fold(line)
-        count = 0
-        earliest: int | None = None
+        found: dict[_Term, int] = {}
         words: list[tuple[int, str, str]] | None = None  # (position, folded, stem)
         for term in self.terms:
             if term.probe not in (lowered if term.pieces else folded):
@@ -173,11 +223,9 @@ class _Matcher:
                 if words is None:
                     words = [(m.start(), *_analyse(m.group())) for m in _WORD.finditer(line)]
                 position = self._find_words(term, words)
-            if position is None:
-                continue
-            count += 1
-            earliest = position if earliest is None else min(earliest, position)
-        return count, earliest
+            if position is not None:
+                found[term] = position
+        return found
 
     @staticmethod
     def _find_words(term: _Term, words: list[tuple[int, str, str]]) -> int | None:
@@ -193,6 +241,35 @@ class _Matcher:
 
     def score(self, line: str) -> int:
         return self.find(line)[0]
+
+
+def _defined_terms(line: str, found: list[_Term]) -> list[_Term]:
+    """The terms among ``found`` that make up a name ``line`` defines: ``ssh`` and ``keygen`` for
+    ``ssh-keygen — ...``, ``x`` for ``-x, --extract``; not ``ssh`` for ``ssh-copy-id — ...``, which
+    defines another name."""
+    latin = [term for term in found if not term.pieces]
+    defined: list[_Term] = []
+    for name in defined_names(line):
+        words = [_analyse(word) for word in _WORD.findall(name)]
+        parts = [term for term in latin if _within(term, words)]
+        if words and all(any(_names(term, word) for term in parts) for word in words):
+            defined += parts
+    return list(dict.fromkeys(defined))
+
+
+def _names(term: _Term, word: tuple[str, str]) -> bool:
+    """Whether ``word`` (folded, stem) is one of the words of ``term``."""
+    folded, stem = word
+    return stem in term.stems or (term.prefix and folded.startswith(term.stems[-1]))
+
+
+def _within(term: _Term, words: list[tuple[str, str]]) -> bool:
+    """Whether every word of ``term`` is among ``words``."""
+    *whole, last = term.stems
+    stems = {stem for _, stem in words}
+    if term.prefix:
+        return all(s in stems for s in whole) and any(f.startswith(last) for f, _ in words)
+    return all(stem in stems for stem in term.stems)
 
 
 def term_matcher(terms: Sequence[str]) -> Callable[[str], int]:
@@ -282,18 +359,39 @@ def _first_non_blank(lines: list[str], start: int) -> int | None:
 
 
 def _best_line(lines: list[str], matcher: _Matcher, start: int, end: int) -> tuple[int, int]:
-    """The first line with the highest score. Lines are verified in order of their cheap upper
-    bound, so a long document is settled after checking a handful of lines."""
-    bounded = sorted((-bound, i) for i, bound in matcher.upper_bounds(lines, start, end).items() if bound)
-    best, best_score = start, 0
-    for negative_bound, i in bounded:
+    """The best line (see the module's docstring) and its count. Lines are verified in order of
+    their cheap upper bound, so a long document is settled after checking a handful of lines."""
+    bounded = sorted(
+        (-bound * (1 + _DEFINING_BONUS), i, True) if may_define(lines[i]) else (-bound, i, False)
+        for i, bound in matcher.upper_bounds(lines, start, end).items()
+        if bound
+    )
+    # With one term, lines that count alike match alike: the first of them wins. With more, when
+    # a line defines a term, the one with the rarer terms wins a tie (``ps aux``: the line with
+    # aux over the NAME line of ps), so every line that can reach the best count is verified.
+    rarity_matters = len(matcher.terms) > 1
+    weights: dict[_Term, int] | None = None
+    best, best_count, best_terms, best_defines = start, 0, [], False
+    for negative_bound, i, can_define in bounded:
         bound = -negative_bound
-        if bound < best_score or (bound == best_score and i > best):
+        if bound < best_count or (bound == best_count and i > best and not rarity_matters):
             break  # no remaining line can beat the best, and ties go to the first line
-        score = matcher.score(lines[i])
-        if score > best_score or (score == best_score and score and i < best):
-            best, best_score = i, score
-    return best, best_score
+        if bound == best_count and i > best and not (can_define or best_defines):
+            continue  # at best a tie in which neither defines a term: the first line wins it
+        count, terms = matcher.counted(lines[i])
+        if count < best_count or not count:
+            continue
+        defines = len(terms) > len(set(terms))
+        if count == best_count:
+            if not (rarity_matters and (defines or best_defines)):
+                best = min(best, i)
+                continue
+            weights = weights or matcher.weights(lines)
+            rarer = sum(weights[t] for t in terms) - sum(weights[t] for t in best_terms)
+            if rarer < 0 or (rarer == 0 and i > best):
+                continue
+        best, best_count, best_terms, best_defines = i, count, terms, defines
+    return best, best_count
 
 
 def chunk_snippet(body: str, start_line: int, end_line: int, terms: Sequence[str]) -> Snippet:
