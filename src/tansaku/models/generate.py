@@ -43,6 +43,11 @@ TIMEOUT = "TIMEOUT"
 # 5: the grammar keeps one round of lines, in order (lex, vec, hyde).
 PROMPT_VERSION = "5"
 CACHE_KIND = "expand"
+# What an expansion that ran out of time finished, kept briefly: a query is often repeated within
+# minutes (a person refining it, an agent retrying, a page of results), and paying the whole time
+# budget again then buys the same lines. Not for good: a quieter machine may finish the expansion.
+PARTIAL_KIND = "expand-partial"
+PARTIAL_TTL_S = 15 * 60
 MAX_PER_KIND = 3
 # Expansion is the slowest step a query pays before its results (a 270M model decodes ~65
 # tokens/s on 2 cores): two lex, two vec and a hyde line of a dozen words fit in this.
@@ -263,9 +268,10 @@ def expand_query(
 
     No generator gives MODEL_MISSING, a generation error or output without usable lines
     EXPANSION_FAILED; each falls back to the query alone. Generation that runs past ``timeout``
-    seconds stops, keeps the lines it finished and warns TIMEOUT (not cached: a quieter machine
-    may finish). Empty results are cached (generation is deterministic, so retrying would give
-    the same), errors are not. ``intent`` steers the lines and is part of the cache key.
+    seconds stops, keeps the lines it finished and warns TIMEOUT; those lines are cached for
+    PARTIAL_TTL_S only (a quieter machine may finish), and only for budgets no longer than theirs.
+    Empty results are cached (generation is deterministic, so retrying would give the same),
+    errors are not. ``intent`` steers the lines and is part of the cache key.
     """
     if generator is None:
         return _fallback(
@@ -280,6 +286,9 @@ def expand_query(
             hit = cache.get(CACHE_KIND, key)
             if isinstance(hit, dict):
                 return _from_parsed(query, hit, cached=True)
+            partial = _recent_partial(cache, key, query, timeout)
+            if partial is not None:
+                return partial
         state_key = _adopt_stored_state(generator, cache)
         output = generator.generate(
             build_prompt(query, steer),
@@ -302,15 +311,40 @@ def expand_query(
     parsed = parse_expansion(output, query)
     if cache is not None and not timed_out:
         cache.put(CACHE_KIND, key, parsed)
+    elif cache is not None:
+        cache.forget_older(PARTIAL_KIND, PARTIAL_TTL_S)
+        cache.put(PARTIAL_KIND, key, {"parsed": parsed, "timeout": timeout})
     expansion = _from_parsed(query, parsed, cached=False)
     if timed_out:
         notice = Notice(TIMEOUT, f"query expansion stopped after {timeout:g} s; using the lines it finished")
-        expansion = Expansion(
-            query=expansion.query,
-            lex=expansion.lex,
-            vec=expansion.vec,
-            hyde=expansion.hyde,
-            fallback=expansion.fallback,
-            warnings=[notice, *expansion.warnings],
-        )
+        expansion = _with_notice(expansion, notice, cached=False)
     return expansion
+
+
+def _with_notice(expansion: Expansion, notice: Notice, *, cached: bool) -> Expansion:
+    return Expansion(
+        query=expansion.query,
+        lex=expansion.lex,
+        vec=expansion.vec,
+        hyde=expansion.hyde,
+        fallback=expansion.fallback,
+        cached=cached,
+        warnings=[notice, *expansion.warnings],
+    )
+
+
+def _recent_partial(cache: LlmCache, key: str, query: str, timeout: float | None) -> Expansion | None:
+    """The lines an expansion of the last PARTIAL_TTL_S seconds finished before running out of a
+    time budget at least as long as this one (a longer budget may finish more: it tries again)."""
+    stored = cache.get_recent(PARTIAL_KIND, key, PARTIAL_TTL_S)
+    if not isinstance(stored, dict) or not isinstance(stored.get("parsed"), dict):
+        return None
+    budget = stored.get("timeout")
+    if not isinstance(budget, int | float) or (timeout is not None and budget < timeout):
+        return None
+    notice = Notice(
+        TIMEOUT,
+        f"query expansion ran out of time ({budget:g} s) on a recent run; using the lines it finished"
+        f" (kept {PARTIAL_TTL_S // 60} minutes)",
+    )
+    return _with_notice(_from_parsed(query, stored["parsed"], cached=True), notice, cached=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,27 @@ class LlmCache:
         except (sqlite3.DatabaseError, ValueError):
             return found
         return found
+
+    def get_recent(self, kind: str, key: str, max_age_s: float) -> Any | None:
+        """The value if it was written less than ``max_age_s`` seconds ago (to the second), else None."""
+        since = (datetime.now(UTC) - timedelta(seconds=max_age_s)).isoformat(timespec="seconds")
+        try:
+            row = self._conn.execute(
+                "SELECT value FROM llm_cache WHERE kind = ? AND key = ? AND created_at > ?",
+                [kind, key, since],
+            ).fetchone()
+            return json.loads(row[0]) if row else None
+        except (sqlite3.DatabaseError, ValueError):
+            return None
+
+    def forget_older(self, kind: str, max_age_s: float) -> None:
+        """Delete the values of ``kind`` written ``max_age_s`` seconds ago or more."""
+        since = (datetime.now(UTC) - timedelta(seconds=max_age_s)).isoformat(timespec="seconds")
+        try:
+            with _transaction(self._conn):
+                self._conn.execute("DELETE FROM llm_cache WHERE kind = ? AND created_at < ?", [kind, since])
+        except sqlite3.DatabaseError:
+            self.write_failures += 1
 
     def put(self, kind: str, key: str, value: Any) -> None:
         self.put_many(kind, [(key, value)])
