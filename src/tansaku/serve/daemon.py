@@ -1,5 +1,10 @@
 """The background HTTP server: start, status and stop, through a pid file and a log file beside the
-index in the cache folder (``mcp-INDEX.pid``, ``mcp-INDEX.log``).
+index in the cache folder (``mcp-INDEX.pid``, ``mcp-INDEX.log``), and a claim (``mcp-INDEX.lock``).
+
+One daemon per index: a start takes the claim (an ``flock`` lock, see claim.py) before it starts
+anything and hands it to the daemon, which holds it for its whole life. A start that finds it taken
+names the daemon and exits; the claim dies with the daemon, so a ``kill -9`` leaves no stale claim.
+The pid file is written and removed only by whoever holds the claim.
 
 Only the daemon this module started is ever signalled: the pid file records the process's start
 time as the kernel gives it, so a pid reused by another program is a stale file, not a target.
@@ -23,9 +28,13 @@ from typing import Any
 
 from ..errors import TansakuError
 from ..paths import DEFAULT_INDEX, locations
+from . import claim
 
 START_TIMEOUT_S = 60.0  # loading the index is quick; a busy machine is not
 STOP_TIMEOUT_S = 10.0
+# How long a start that lost the claim waits for the winner's pid file, to name the winner; the
+# winner writes it as soon as its child exists, so only a stalled machine needs more than a moment.
+NAME_WAIT_S = 10.0
 
 
 class DaemonRunning(TansakuError):
@@ -47,6 +56,7 @@ class DaemonFailed(TansakuError):
 class DaemonFiles:
     pid: Path
     log: Path
+    lock: Path
 
 
 @dataclass(frozen=True)
@@ -64,10 +74,18 @@ class DaemonInfo:
     message: str
 
 
+@dataclass(frozen=True)
+class PidFile:
+    """What a pid file holds: a record, nothing (no file), or something else (``problem`` says what)."""
+
+    record: dict[str, Any] | None = None
+    problem: str | None = None
+
+
 def files(index_name: str | None) -> DaemonFiles:
     name = index_name or DEFAULT_INDEX
     folder = locations(index_name).index_file.parent
-    return DaemonFiles(folder / f"mcp-{name}.pid", folder / f"mcp-{name}.log")
+    return DaemonFiles(folder / f"mcp-{name}.pid", folder / f"mcp-{name}.log", folder / f"mcp-{name}.lock")
 
 
 def _start_ticks(pid: int) -> str | None:
@@ -89,12 +107,26 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _read(path: Path) -> dict[str, Any] | None:
+def _inspect(path: Path) -> PidFile:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and isinstance(data.get("pid"), int) else None
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return PidFile()
+    except OSError as exc:
+        return PidFile(problem=f"it cannot be read: {exc.strerror}")
+    if not raw.strip():
+        return PidFile(problem="it is empty")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return PidFile(problem="it is not text")
+    except ValueError:
+        return PidFile(problem="it is not JSON")
+    pid = data.get("pid") if isinstance(data, dict) else None
+    # 0 and negative pids name process groups (-1: every process), and 1 is init: never our daemon.
+    if type(pid) is not int or pid <= 1:
+        return PidFile(problem="it names no process id")
+    return PidFile(record=data)
 
 
 def _ours(record: dict[str, Any]) -> bool:
@@ -112,9 +144,18 @@ def _ours(record: dict[str, Any]) -> bool:
     return b"tansaku" in words and b"mcp" in words
 
 
+def _live(paths: DaemonFiles) -> dict[str, Any] | None:
+    """The running daemon's record: the pid file's, else the copy in the claim file (for a pid
+    file someone removed or overwrote while the daemon ran)."""
+    for path in (paths.pid, paths.lock):
+        record = _inspect(path).record
+        if record is not None and _ours(record):
+            return record
+    return None
+
+
 def running(index_name: str | None) -> dict[str, Any] | None:
-    record = _read(files(index_name).pid)
-    return record if record is not None and _ours(record) else None
+    return _live(files(index_name))
 
 
 def in_use_by(index_name: str | None) -> Any:
@@ -123,7 +164,7 @@ def in_use_by(index_name: str | None) -> Any:
     def describe(port: int) -> str:
         folder = files(index_name).pid.parent
         for path in sorted(folder.glob("mcp-*.pid")):
-            record = _read(path)
+            record = _inspect(path).record
             if record is not None and record.get("port") == port and _ours(record):
                 return f" (the tansaku daemon, pid {record['pid']}, holds it: `tansaku mcp stop`)"
         return ""
@@ -133,34 +174,42 @@ def in_use_by(index_name: str | None) -> Any:
 
 def status(index_name: str | None) -> DaemonInfo:
     paths = files(index_name)
-    record = _read(paths.pid)
+    pid_file = _inspect(paths.pid)
     base = {"pid_file": str(paths.pid), "log_file": str(paths.log)}
-    if record is None:
+    record = _live(paths)
+    if record is not None:
+        note = f" (its pid file is not a pid record: {pid_file.problem})" if pid_file.problem else ""
         return DaemonInfo(
-            False, None, None, config=None, index=None, started=None, message="no daemon is running", **base
-        )
-    if not _ours(record):
-        return DaemonInfo(
-            False,
+            True,
             record["pid"],
-            None,
-            config=None,
-            index=None,
-            started=None,
-            message=f"not running: the pid file names pid {record['pid']}, which is not our server"
-            " (a stale file; `tansaku mcp stop` removes it)",
+            record.get("url"),
+            config=record.get("config"),
+            index=record.get("index"),
+            started=record.get("started"),
+            message=f"running: {record.get('url')}/mcp, pid {record['pid']}, since {record.get('started')}"
+            + note,
             **base,
         )
-    return DaemonInfo(
-        True,
-        record["pid"],
-        record.get("url"),
-        config=record.get("config"),
-        index=record.get("index"),
-        started=record.get("started"),
-        message=f"running: {record.get('url')}/mcp, pid {record['pid']}, since {record.get('started')}",
-        **base,
-    )
+    stopped = {"url": None, "config": None, "index": None, "started": None, **base}
+    if claim.is_claimed(paths.lock):
+        return DaemonInfo(False, None, message="starting: another command is starting a daemon", **stopped)
+    if pid_file.problem:
+        return DaemonInfo(
+            False,
+            None,
+            message=f"not running: the pid file {paths.pid} is not a pid record ({pid_file.problem});"
+            " `tansaku mcp stop` removes it",
+            **stopped,
+        )
+    if pid_file.record is not None:
+        return DaemonInfo(
+            False,
+            pid_file.record["pid"],
+            message=f"not running: the pid file names pid {pid_file.record['pid']}, which is not our server"
+            " (a stale file; `tansaku mcp stop` removes it)",
+            **stopped,
+        )
+    return DaemonInfo(False, None, message="no daemon is running", **stopped)
 
 
 def _health(url: str, token: str | None) -> dict[str, Any] | None:
@@ -174,17 +223,64 @@ def _health(url: str, token: str | None) -> dict[str, Any] | None:
         return None
 
 
+def _already(record: dict[str, Any]) -> DaemonRunning:
+    return DaemonRunning(
+        f"a daemon is already running for this index: {record.get('url')}, pid {record['pid']}",
+        hint="`tansaku mcp status`, or `tansaku mcp stop` first",
+        pid=record["pid"],
+        url=record.get("url"),
+    )
+
+
+def _take_claim(paths: DaemonFiles) -> int:
+    """The claim's descriptor, or DaemonRunning naming the daemon that holds it. A start that lost
+    waits for the winner's record to name it, and tries again if the winner gives up."""
+    deadline = time.monotonic() + NAME_WAIT_S
+    while True:
+        try:
+            fd = claim.try_claim(paths.lock)
+        except OSError as exc:
+            raise DaemonFailed(f"cannot create the daemon's lock file {paths.lock}: {exc.strerror}") from None
+        if fd is not None:
+            return fd
+        record = _live(paths)
+        if record is not None:
+            raise _already(record)
+        if time.monotonic() > deadline:
+            raise DaemonRunning(
+                "another command is starting a daemon for this index, or one runs whose pid file is gone"
+                f" (it holds {paths.lock})",
+                hint="`tansaku mcp status` in a moment",
+            )
+        time.sleep(claim.POLL_S)
+
+
+def _write_record(paths: DaemonFiles, fd: int, record: dict[str, Any]) -> None:
+    text = json.dumps(record)
+    temporary = paths.pid.with_suffix(".pid.tmp")  # only the claim's holder writes it
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(paths.pid)
+    claim.write(fd, text)
+
+
 def start(index_name: str | None, argv: list[str], url: str, token: str | None) -> DaemonInfo:
     """Run ``tansaku ARGV`` (the foreground server's command) in the background and wait until
     /health answers from that very process."""
     paths = files(index_name)
-    current = running(index_name)
-    if current is not None:
-        raise DaemonRunning(
-            f"a daemon is already running for this index: {current.get('url')}, pid {current['pid']}",
-            hint="`tansaku mcp status`, or `tansaku mcp stop` first",
-        )
     paths.pid.parent.mkdir(parents=True, exist_ok=True)
+    fd = _take_claim(paths)
+    try:
+        current = _live(paths)  # a daemon an older tansaku started holds no claim
+        if current is not None:
+            raise _already(current)
+        return _spawn(index_name, paths, fd, argv, url, token)
+    finally:
+        os.close(fd)  # the daemon has its own copy: the claim now lives exactly as long as it does
+
+
+def _spawn(
+    index_name: str | None, paths: DaemonFiles, fd: int, argv: list[str], url: str, token: str | None
+) -> DaemonInfo:
     command = [sys.executable, "-m", "tansaku", *argv]
     with open(paths.log, "ab") as log:
         log.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(command)}\n".encode())
@@ -196,6 +292,7 @@ def start(index_name: str | None, argv: list[str], url: str, token: str | None) 
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C in the starting shell must not reach it
             close_fds=True,
+            pass_fds=(fd,),  # the claim, held for the daemon's life
         )
     loc = locations(index_name)
     record = {
@@ -208,13 +305,11 @@ def start(index_name: str | None, argv: list[str], url: str, token: str | None) 
         "log": str(paths.log),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    temporary = paths.pid.with_suffix(".pid.tmp")
-    temporary.write_text(json.dumps(record), encoding="utf-8")
-    temporary.replace(paths.pid)
+    _write_record(paths, fd, record)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            paths.pid.unlink(missing_ok=True)
+            paths.pid.unlink(missing_ok=True)  # still ours to remove: the claim is held until we return
             raise DaemonFailed(
                 f"the server exited at start (code {process.returncode}): {_tail(paths.log)}",
                 hint=f"the log: {paths.log}",
@@ -252,28 +347,40 @@ def _terminate(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+def _remove_pid_file(paths: DaemonFiles) -> None:
+    """Remove the pid file under the claim, so that a start beginning now cannot lose its new one."""
+    with claim.claimed(paths.lock, STOP_TIMEOUT_S) as held:
+        if not held:
+            raise DaemonRunning(
+                f"left the pid file {paths.pid}: another command is starting a daemon for this index",
+                hint="`tansaku mcp status` in a moment",
+            )
+        try:
+            paths.pid.unlink(missing_ok=True)
+        except OSError as exc:
+            raise DaemonFailed(f"cannot remove the pid file {paths.pid}: {exc.strerror}") from None
+
+
 def stop(index_name: str | None) -> DaemonInfo:
     paths = files(index_name)
-    record = _read(paths.pid)
+    pid_file = _inspect(paths.pid)
+    record = _live(paths)
+    base = {"pid_file": str(paths.pid), "log_file": str(paths.log), "config": None, "index": None}
     if record is None:
-        raise DaemonNotRunning(
-            "no daemon is running for this index", hint="start one with `tansaku mcp --http --daemon`"
-        )
-    if not _ours(record):
-        paths.pid.unlink(missing_ok=True)
-        return DaemonInfo(
-            False,
-            record["pid"],
-            None,
-            str(paths.pid),
-            str(paths.log),
-            None,
-            None,
-            None,
-            f"removed a stale pid file: pid {record['pid']} is not our server any more",
-        )
+        pid: int | None = None
+        if pid_file.problem:
+            message = f"removed the pid file {paths.pid}: it was not a pid record ({pid_file.problem})"
+        elif pid_file.record is not None:
+            pid = pid_file.record["pid"]
+            message = f"removed a stale pid file: pid {pid} is not our server any more"
+        else:
+            raise DaemonNotRunning(
+                "no daemon is running for this index", hint="start one with `tansaku mcp --http --daemon`"
+            )
+        _remove_pid_file(paths)
+        return DaemonInfo(False, pid, None, started=None, message=message, **base)
     _terminate(record["pid"])
-    paths.pid.unlink(missing_ok=True)
+    _remove_pid_file(paths)
     return DaemonInfo(
         False,
         record["pid"],
