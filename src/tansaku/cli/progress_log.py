@@ -10,10 +10,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..errors import UsageError
-from ..index.progress import Pace, Progress, progress_line
+
+if TYPE_CHECKING:  # index.progress is imported by a run that shows progress, not at start-up
+    from ..index.progress import Progress
 
 INTERVAL_ENV = "TANSAKU_PROGRESS_INTERVAL"
 DEFAULT_INTERVAL_S = 5.0
@@ -58,6 +60,8 @@ class LineProgress:
         finished = done >= total
         if now - self._last < self._interval and not (finished and self._printed):
             return
+        from ..index.progress import Pace, progress_line
+
         pace = Pace(done, total, now - self._started)
         self._stream.write(progress_line(f"{phase} {self._label}", pace) + "\n")
         self._stream.flush()
