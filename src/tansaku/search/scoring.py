@@ -62,22 +62,6 @@ def normalize(x: float) -> float:
     return x / (1.0 + x)
 
 
-def scaled(x: float, reference: float) -> float:
-    """The score shown for evidence ``x`` (a BM25 sum) against the query's ``reference`` (see
-    :func:`reference_evidence`): 0.5 when ``x`` equals it. Dividing every candidate of a query by
-    the same reference keeps their order and the ratio of any two raw sums; what changes is that a
-    result lacking a rare word of the query has lost that word's share of the reference, so it
-    scores low instead of 0.9 (x / (1 + x) of a raw sum put nearly every hit at 0.85-0.98)."""
-    return normalize(x / reference) if reference > 0 else normalize(x)
-
-
-def reference_evidence(idfs: Iterable[float]) -> float:
-    """What BM25 gives a unit of average length that holds each query term once, in its body
-    (weight 1): with the term's frequency 1 and the length at the average, BM25's saturation
-    (k1 + 1) f / (f + k1 (1 - b + b dl / avgdl)) is exactly 1, so each term adds its IDF."""
-    return sum(idfs)
-
-
 def fts_idf(n_docs: int, df: int) -> float:
     """The IDF FTS5 uses inside bm25(): clamped to 1e-6 for terms in over half the documents."""
     return max(math.log((n_docs - df + 0.5) / (df + 0.5)), _FTS_IDF_CLAMP)
@@ -213,29 +197,16 @@ def rescore(
     for doc_id, path in store.paths_by_ids(conn, ids).items():
         sums[doc_id] *= path_weight(path)
     absent = [t.text for t in clauses.positive if parts.df(fts_term(t)) == 0]
-    reference = reference_evidence(_term_idfs(parts, clauses))
     scored = [
         Scored(
             doc_id,
-            scaled(sums[doc_id], reference),
+            normalize(sums[doc_id]),
             sum(share.get(doc_id, 0.0) for share in shares.values()),
             doc_id in definers,
         )
         for doc_id in ids
     ]
     return scored, absent
-
-
-def _term_idfs(parts: _Parts, clauses: ParsedQuery) -> list[float]:
-    """The IDF of each required term as the sums weigh it, over the whole index (every collection,
-    files and sessions alike, so one word weighs the same wherever it is found): each part of an
-    identifier, and its parts in order (the exact name) at ADJACENCY_WEIGHT."""
-    idfs = []
-    for term in clauses.positive:
-        idfs += [term_idf(parts.n_docs, parts.df(fts_term(atom))) for atom in term.atoms]
-        if term.kind == "ident":
-            idfs.append(ADJACENCY_WEIGHT * term_idf(parts.n_docs, parts.df(fts_adjacent(term))))
-    return idfs
 
 
 def _floor_correction(
