@@ -262,3 +262,63 @@ def test_every_tool_schema_lists_exactly_the_fields_its_request_takes():
         for name, schema in tool.input_schema["properties"].items():
             if schema.get("type") == "integer":
                 assert schema["maximum"] <= 2**63 - 1, (tool.name, name)
+
+
+def _slow_operation(stopped: list[str]):
+    """An operation that works in small steps, checking its bound between them, as the library's
+    loops do; it records how it ended."""
+    from tansaku import limits
+    from tansaku.serve.requests import Operation
+
+    def run(api, fields):
+        try:
+            for _ in range(600):  # 30 s at most, whatever happens
+                limits.check()
+                time.sleep(0.05)
+        except (limits.WorkCancelled, limits.WorkExpired) as exc:
+            stopped.append(exc.code)
+            raise
+        stopped.append("finished")
+        return {"ok": True}
+
+    return Operation(run, frozenset(), False, False)
+
+
+def test_a_request_past_its_deadline_is_stopped_and_answered(indexed: Path, monkeypatch):
+    import anyio
+
+    from tansaku.errors import TansakuError
+    from tansaku.serve import requests
+
+    stopped: list[str] = []
+    monkeypatch.setitem(requests.OPERATIONS, "slow", _slow_operation(stopped))
+    service = requests.Service(deadline_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(TansakuError) as raised:
+        anyio.run(service.run, "slow", {})
+    assert raised.value.code == "REQUEST_TIMEOUT"
+    assert time.monotonic() - started < 3
+    deadline = time.monotonic() + 3
+    while not stopped and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stopped == ["REQUEST_TIMEOUT"]
+
+
+def test_a_request_whose_caller_goes_away_stops_working(indexed: Path, monkeypatch):
+    import anyio
+
+    from tansaku.serve import requests
+
+    stopped: list[str] = []
+    monkeypatch.setitem(requests.OPERATIONS, "slow", _slow_operation(stopped))
+    service = requests.Service(deadline_s=30)
+
+    async def call_and_hang_up() -> None:
+        with anyio.move_on_after(0.3):  # the client goes away: its task is cancelled
+            await service.run("slow", {})
+
+    anyio.run(call_and_hang_up)
+    deadline = time.monotonic() + 3
+    while not stopped and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stopped == ["REQUEST_CANCELLED"]
