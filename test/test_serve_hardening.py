@@ -57,20 +57,20 @@ def _mcp(server: Server, body: dict, session: str | None = None) -> tuple[int, d
     return reply.status, lowered, (json.loads(text) if text.strip() else {})
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
 def _initialize(server: Server) -> str:
-    status, headers, _ = _mcp(
-        server,
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        },
-    )
+    status, headers, _ = _mcp(server, INITIALIZE)
     assert status == 200, status
     session = headers["mcp-session-id"]
     _mcp(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
@@ -156,19 +156,7 @@ def test_mcp_sessions_are_capped(server: Server):
     from tansaku.serve.connections import MAX_MCP_SESSIONS
 
     sessions = [_initialize(server) for _ in range(MAX_MCP_SESSIONS)]
-    status, _, _ = _mcp(
-        server,
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        },
-    )
+    status, _, _ = _mcp(server, INITIALIZE)
     assert status == 503
     closed = request(server.url + "/mcp", method="DELETE", headers={"mcp-session-id": sessions[0]})
     assert closed.status in (200, 204)

@@ -59,15 +59,13 @@ class Tansaku:
         keep_connections: bool = False,
         disk_paths: bool = True,
     ) -> None:
-        """``disk_paths``: a reference may be a file path on this machine (absolute, or relative
-        to the working folder) inside a collection; a server passes False, so a caller names
-        documents only by collection path, virtual path or docid.
-
-        ``keep_vectors``: vsearch reads the model's vectors into memory once and answers every
-        later query from there while the index is unchanged (for a process that lives on, like a
-        server). A one-shot command passes False: it searches them on disk with sqlite-vec rather
-        than read them all for a single query. ``keep_connections``: read connections stay open
-        between calls, one per thread (db.ReaderPool), for the same kind of process."""
+        """``disk_paths``: a file path on this machine inside a collection names its document too
+        (a server passes False). ``keep_vectors``: vsearch reads the model's vectors into memory
+        once and answers every later query from there while the index is unchanged (for a
+        process that lives on, like a server). A one-shot command passes False: it searches them
+        on disk with sqlite-vec rather than read them all for a single query.
+        ``keep_connections``: read connections stay open between calls, one per thread
+        (db.ReaderPool), for the same kind of process."""
         self.locations: Locations = locations(index_name)
         self.cwd = cwd
         self.keep_vectors = keep_vectors
