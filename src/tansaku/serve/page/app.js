@@ -56,7 +56,9 @@
     const { status: code, data } = await call("POST", "/" + mode.value, body);
     if (mine !== serial) return;
     if (code !== 200) { list.replaceChildren(); showError(data.error || {}); return; }
-    status.textContent = `${data.total ?? data.results.length} results in ${data.took_ms ?? "?"} ms (${data.mode})`;
+    const count = data.total ?? data.results.length;
+    const took = data.took_ms == null ? "?" : Math.round(data.took_ms);
+    status.textContent = `${count} result${count === 1 ? "" : "s"} in ${took} ms (${data.mode})`;
     render(data.results, query);
     requestAnimationFrame(() => window.dispatchEvent(new CustomEvent("tansaku:painted")));
   }
