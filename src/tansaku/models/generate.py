@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..store.llm_cache import LlmCache, cache_key
@@ -322,15 +322,7 @@ def expand_query(
 
 
 def _with_notice(expansion: Expansion, notice: Notice, *, cached: bool) -> Expansion:
-    return Expansion(
-        query=expansion.query,
-        lex=expansion.lex,
-        vec=expansion.vec,
-        hyde=expansion.hyde,
-        fallback=expansion.fallback,
-        cached=cached,
-        warnings=[notice, *expansion.warnings],
-    )
+    return replace(expansion, cached=cached, warnings=[notice, *expansion.warnings])
 
 
 def _recent_partial(cache: LlmCache, key: str, query: str, timeout: float | None) -> Expansion | None:

@@ -59,6 +59,7 @@ def search_texts(
     from ..index.embed import model_identity, pack
     from ..models.embedding import embed_model, load_embedder, prompt_format
     from ..models.threads import resolve_threads
+    from ..store import db
     from ..store import vectors as vec
     from .query import model_text
     from .vector import VectorQuery, vsearch
@@ -66,8 +67,7 @@ def search_texts(
     ref = embed_model(config_path)
     prompt = prompt_format(ref.local_path, config_path)
     vec.load_extension(conn)
-    if not conn.in_transaction:  # one snapshot for the counts and the search; a caller's if it has one
-        conn.execute("BEGIN")
+    db.read_snapshot(conn)  # one snapshot for the counts and the search
     identity = model_identity(conn, str(ref.local_path), prompt)
     pairs = [(c, params_for(c).fingerprint()) for c in chosen]
     counts = [

@@ -283,6 +283,13 @@ def reading(path: Path) -> Iterator[Connection]:
         conn.close()
 
 
+def read_snapshot(conn: Connection) -> None:
+    """Start a read transaction unless one is open: the reads after it see one state of the index
+    (a caller's transaction, when it has one, is that state)."""
+    if not conn.in_transaction:
+        conn.execute("BEGIN")
+
+
 def has_table(conn: Connection, name: str) -> bool:
     """Whether the schema has an object of that name: tables a later feature adds may be absent."""
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
