@@ -204,8 +204,10 @@ class Tansaku:
         self._collection(config, name)
         removed = 0
         if self.index_path.exists():
+            from .store.removal import delete_collection
+
             with self._writer("collection remove") as conn:
-                removed = store.delete_collection(conn, name)
+                removed = delete_collection(conn, name)
         collections = {k: v for k, v in config.collections.items() if k != name}
         prefix = virtual_path(name)
         contexts = {

@@ -227,26 +227,18 @@ def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
     conn.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id))
 
 
+def document_ids_in(conn: Any, collection: str) -> list[int]:
+    return [row[0] for row in conn.execute("SELECT id FROM documents WHERE collection = ?", (collection,))]
+
+
+def forget_collection_state(conn: Any, collection: str) -> None:
+    conn.execute("DELETE FROM collection_state WHERE name = ?", (collection,))
+
+
 def prune_content(conn: Any) -> int:
     cursor = conn.execute("DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)")
     return cursor.rowcount
 
-
-def delete_collection(conn: Any, collection: str) -> int:
-    # Imported here: a search, which loads this module, needs neither (about 4 ms of start-up).
-    from .chunks import prune_chunks
-    from .transcripts import delete_collection_sessions
-    from .vectors import prune_if_present as prune_vectors
-
-    sessions = delete_collection_sessions(conn, collection)  # their turns first, then their documents
-    ids = [row[0] for row in conn.execute("SELECT id FROM documents WHERE collection = ?", (collection,))]
-    for doc_id in ids:
-        delete_document(conn, doc_id)
-    conn.execute("DELETE FROM collection_state WHERE name = ?", (collection,))
-    prune_content(conn)
-    prune_chunks(conn)
-    prune_vectors(conn)
-    return sessions + len(ids)
 
 
 def rename_collection(conn: Any, old: str, new: str) -> None:
