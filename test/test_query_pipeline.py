@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from tansaku.hybrid.blend import blend
 from tansaku.hybrid.passages import choose_passage, estimated_tokens, passage_scorer, window
 from tansaku.hybrid.reorder import reorder
 from tansaku.hybrid.run import QuerySteps, VectorBatch, run_query, strong_probe
 from tansaku.models.generate import Expansion
-from tansaku.models.rerank import Reranked, blend
+from tansaku.models.rerank import Reranked
 from tansaku.types import Hit, Notice, SearchResult, Snippet
 
 from .gemma_fixture import gemma_gguf, requires_gemma

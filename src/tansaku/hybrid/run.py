@@ -282,7 +282,7 @@ def _rerank(
 def _pinned_first(lead: Sequence[Hit], placed: list[Placed]) -> list[Placed]:
     """The pinned hits in their fused order before the reranked rest, each scored at least as the
     rest's first and at least the least the blend gives its rank, never above the one before."""
-    from ..models.rerank import blend
+    from .blend import blend
 
     floor = placed[0].score if placed else 0.0
     pinned: list[Placed] = []

@@ -138,8 +138,11 @@ def query_steps(
             )
             skipped = Notice(RERANK_FAILED, why)
             return Reranked(scores=[(key, None) for key, _ in candidates], warnings=[skipped])
+        from .blend import fixed_ranks
+
         seconds = rerank_budget(budget)
-        return rerank(query, candidates, scorer, cache, budget=seconds, first_rank=first_rank)
+        unmovable = {rank - first_rank for rank in fixed_ranks(len(candidates), first_rank)}
+        return rerank(query, candidates, scorer, cache, budget=seconds, unmovable=unmovable)
 
     def rerank_room(count: int, first_rank: int) -> Notice | None:
         from ..models.rerank import budget_too_short
@@ -147,7 +150,10 @@ def query_steps(
         scorer, _ = rerank_model()
         if scorer is None:
             return None  # reranking says why
-        return budget_too_short(scorer.model_sha256, rerank_budget(budget), count, cache, first_rank)
+        from .blend import fixed_ranks
+
+        unmovable = len(fixed_ranks(count, first_rank))
+        return budget_too_short(scorer.model_sha256, rerank_budget(budget), count, cache, unmovable)
 
     try:
         yield QuerySteps(
