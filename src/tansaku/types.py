@@ -447,6 +447,9 @@ class EmbedReport:
     vectors_per_second: float = 0.0  # vectors computed by the model (windows count one each)
     peak_memory_mb: float = 0.0
     warnings: list[Notice] = field(default_factory=list)
+    # For an endpoint model: where the text went and what it cost (requests, retries, texts,
+    # bytes_sent, prompt_tokens as the server reported them or None, seconds in HTTP).
+    remote: dict[str, Any] | None = None
 
 
 @_deferred(frozen=True)
