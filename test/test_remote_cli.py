@@ -96,11 +96,14 @@ def test_embed_through_the_endpoint_reports_what_it_sent(
     sent = server.posts("/v1/embeddings")
     texts = sum(len(r.body["input"]) for r in sent)
     assert f"sent {texts} texts (" in result.stdout
-    assert f"to http://127.0.0.1:{server.port}/v1 (this machine) in {len(sent)} requests;" in result.stdout
+    assert (
+        f"to http://127.0.0.1:{server.port}/v1 (this machine) in {len(server.log)} requests;" in result.stdout
+    )
     assert " tokens; " in result.stdout and "s waiting on it" in result.stdout
     again = cli("embed", "--json").json()
-    # Nothing pending: only the probe that learns the dimensions is sent.
-    assert again["remote"]["requests"] == 1 and again["remote"]["texts"] == 1
+    # Nothing pending: only the check that the model is served and the probe that learns the
+    # dimensions are sent.
+    assert again["remote"]["requests"] == 2 and again["remote"]["texts"] == 1
     assert again["remote"]["loopback"] is True
     assert sum(c["embedded"] for c in again["collections"]) == 0
     status = cli("status").stdout

@@ -20,18 +20,20 @@ DOCTOR_TIMEOUT_S = 5.0
 
 
 def endpoint_check(ref: Any, config_path: Path, index_path: Path) -> DoctorCheck:
+    from ..errors import EndpointModelMissing
     from ..models.remote.open import client_for, consented
+    from ..models.remote.served import check_served
 
     endpoint = ref.endpoint
     label = f"model.{ref.role}"
     where = f"{endpoint.model!r} at {endpoint.base_url} [{ref.source}]"
     try:
         client = client_for(ref.role, endpoint, config_path, timeout=DOCTOR_TIMEOUT_S, retries=0)
-        served = _served_models(client)
-        if served is not None and not _is_served(endpoint.model, served):
-            shown = ", ".join(sorted(served)[:8]) or "none"
-            detail = f"{ref.role}: {endpoint.base_url} does not serve {endpoint.model!r} (it serves: {shown})"
-            return check(label, FAIL, detail, f"tansaku models add {ref.role} {endpoint.base_url}#MODEL")
+        try:
+            check_served(client)
+        except EndpointModelMissing as exc:
+            fix = f"tansaku models add {ref.role} {endpoint.base_url}#MODEL"
+            return check(label, FAIL, f"{ref.role}: {exc.message}", fix)
         if ref.role != "embed":
             return check(label, OK, f"{ref.role}: {where} answers")
         dims = _endpoint_dims(client)
@@ -48,25 +50,6 @@ def endpoint_check(ref: Any, config_path: Path, index_path: Path) -> DoctorCheck
             "tansaku embed",
         )  # fmt: skip
     return check(label, OK if endpoint.loopback or consented(endpoint, config_path) else WARN, detail)
-
-
-def _served_models(client: Any) -> set[str] | None:
-    """The ids ``GET /models`` lists; None when the server has no such list (not every one does)."""
-    from ..models.remote.client import HttpStatus
-
-    try:
-        answer = client.get("/models")
-    except HttpStatus:
-        return None
-    items = answer.get("data")
-    if not isinstance(items, list):
-        return None
-    return {str(item.get("id")) for item in items if isinstance(item, dict) and item.get("id")}
-
-
-def _is_served(model: str, served: set[str]) -> bool:
-    # Ollama lists "name:latest" for a model asked for as "name".
-    return model in served or f"{model}:latest" in served
 
 
 def _endpoint_dims(client: Any) -> int:

@@ -60,8 +60,12 @@ class RemoteEmbedder:
         return self._dims
 
     def probe(self) -> int:
-        """Ask the endpoint (one word) for its dimensions now: a run that will store vectors must
-        know what the server serves today, not what it served earlier in this process."""
+        """Check that the server serves the model and ask (one word) for its dimensions now: a
+        run that will store vectors must know what the server serves today, not what it served
+        earlier in this process."""
+        from .served import check_served
+
+        check_served(self.client)
         self._dims = None
         return self.dims
 
