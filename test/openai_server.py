@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -61,6 +61,8 @@ class ScriptedServer:
         self.model, self.dims = model, dims
         self.log: list[Logged] = []
         self.queue: list[Script] = []
+        # Answers of other routes, by path: body -> (status, payload).
+        self.routes: dict[str, Callable[[Any], tuple[int, Any]]] = {}
         self._lock = threading.Lock()
         server = self
 
@@ -123,6 +125,8 @@ class ScriptedServer:
             pass  # the client gave up (its timeout): nothing to answer
 
     def _default(self, path: str, body: Any, dims: int) -> tuple[int, Any]:
+        if path in self.routes:
+            return self.routes[path](body)
         if path == "/v1/models":
             return 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}
         if path == "/v1/embeddings" and isinstance(body, dict):
