@@ -246,3 +246,12 @@ def test_doctor_checks_the_endpoint(cli: Callable, indexed: Path, server: Script
     monkeypatch.setenv("TANSAKU_EMBED_MODEL", f"http://127.0.0.1:{free_port()}/v1#m")
     down = embed_check()
     assert down["status"] == "fail" and "[ENDPOINT_UNREACHABLE]" in down["detail"]
+
+
+def test_an_eval_run_records_an_endpoint_model_by_its_reference(remote_embed: str):
+    from tansaku.api import Tansaku
+    from tansaku.eval.harness import _models_record
+
+    record = _models_record(Tansaku(), ["vsearch"])
+    base = remote_embed.split("#")[0]
+    assert record == {"embed": {"reference": remote_embed, "endpoint": base}}
