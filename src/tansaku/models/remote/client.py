@@ -120,6 +120,12 @@ class Client:
             return self._retries
         return int(_env_number(RETRIES_ENV, DEFAULT_RETRIES, 0))
 
+    def count(self, texts: int, usage: Any) -> None:
+        """Add an answer's texts and the tokens the server says it read to the tally."""
+        with self._lock:
+            self.tally.texts += texts
+            self.tally.add_tokens(usage)
+
     def post(self, path: str, payload: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         return self._call("POST", path, json.dumps(payload).encode("utf-8"), timeout)
 

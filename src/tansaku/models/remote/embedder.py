@@ -103,9 +103,7 @@ class RemoteEmbedder:
         answer = self.client.post(
             "/embeddings", {"model": endpoint.model, "input": texts, "encoding_format": "float"}
         )
-        with self.client._lock:
-            self.client.tally.texts += len(texts)
-            self.client.tally.add_tokens(answer.get("usage"))
+        self.client.count(len(texts), answer.get("usage"))
         items = answer.get("data")
         if not isinstance(items, list) or len(items) != len(texts):
             got = len(items) if isinstance(items, list) else "no"
