@@ -366,29 +366,39 @@ class Tansaku:
         force: bool = False,
         progress: ProgressFactory | None = None,
         verbose: bool = False,
+        consent: bool = False,
     ) -> EmbedReport:
-        """Embed chunks that have no vector for the configured model (all of them with ``force``)."""
+        """Embed chunks that have no vector for the configured model (all of them with ``force``).
+
+        An endpoint on another machine first needs the person's consent to send chunk text there:
+        ``consent`` gives it (and records it), or ``[models] remote_ok`` in the config."""
         from .index.embed import embed_collections
-        from .models.embedding import embed_model, load_embedder, prompt_format
+        from .models.embedding import embed_model, embedder_for, prompt_format_of
         from .models.threads import resolve_threads
 
         config = self.config()
         chosen = [self._collection(config, n) for n in dict.fromkeys(collections)] or config.collection_list()
         threads = resolve_threads(self.config_path).batch
         ref = embed_model(self.config_path)
-        prompt = prompt_format(ref.local_path, self.config_path)
+        prompt = prompt_format_of(ref, self.config_path)
         if not self.index_path.exists():
             db.open_read(self.index_path)  # raises INDEX_MISSING with its hint
-        report = embed_collections(
+        if ref.endpoint is not None:
+            from .index.remote_embed import embed_remote
+
+            return embed_remote(
+                self.index_path, self.config_path, ref, chosen, prompt,
+                force=force, progress=progress, consent=consent,
+            )  # fmt: skip
+        return embed_collections(
             self.index_path,
             chosen,
             str(ref.local_path),
             prompt,
-            lambda: load_embedder(ref.local_path, threads=threads, verbose=verbose),
+            lambda: embedder_for(ref, self.config_path, threads=threads, verbose=verbose),
             force=force,
             progress=progress,
         )
-        return report
 
     def vsearch(
         self,

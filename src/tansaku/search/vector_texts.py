@@ -57,7 +57,7 @@ def search_texts(
     model is not on this machine."""
     from ..index.chunks import params_for
     from ..index.embed import model_identity, pack
-    from ..models.embedding import embed_model, load_embedder, prompt_format
+    from ..models.embedding import embed_model, embedder_for, prompt_format_of
     from ..models.threads import resolve_threads
     from ..store import db
     from ..store import vectors as vec
@@ -65,10 +65,13 @@ def search_texts(
     from .vector import VectorQuery, vsearch
 
     ref = embed_model(config_path)
-    prompt = prompt_format(ref.local_path, config_path)
+    prompt = prompt_format_of(ref, config_path)
     vec.load_extension(conn)
     db.read_snapshot(conn)  # one snapshot for the counts and the search
-    identity = model_identity(conn, str(ref.local_path), prompt)
+    if ref.endpoint is None:
+        identity = model_identity(conn, str(ref.local_path), prompt)
+    else:
+        identity = _remote_identity(conn, ref, prompt)
     pairs = [(c, params_for(c).fingerprint()) for c in chosen]
     counts = [
         cache.memo(
@@ -86,9 +89,13 @@ def search_texts(
             f"no vectors for the embedding model {ref.reference} in {names}{why}",
             hint="run `tansaku embed`" + (" (add -c NAME for one collection)" if len(chosen) > 1 else ""),
         )
-    embedder = load_embedder(
-        ref.local_path, threads=resolve_threads(config_path).query, verbose=request.verbose
+    embedder = embedder_for(
+        ref, config_path, threads=resolve_threads(config_path).query, verbose=request.verbose
     )
+    if ref.endpoint is not None:
+        # The index's vectors of this model have these dimensions: a server now answering with
+        # others serves another model under the same name (ENDPOINT_DIMENSIONS, not a bad match).
+        embedder.expect_dims(identity.dims or 0)
     embedding_started = time.perf_counter()
     vectors = embedder.embed([prompt.query(model_text(text)) for text in texts])
     embed_seconds = time.perf_counter() - embedding_started
@@ -113,6 +120,16 @@ def search_texts(
                 vector_levels(conn, query, pairs, request.levels, config.contexts, notices, started, cache)
             )
     return VectorResults(results, [embedder.unreadable_share(text) for text in texts], embed_seconds)
+
+
+def _remote_identity(conn: Any, ref: Any, prompt: Any) -> Any:
+    """The identity of the endpoint model's vectors in this index, from what embed recorded (no
+    request): its dimensions are the last ones embed saw. Never embedded: no vectors match it."""
+    from ..index.embed import known_remote, remote_identity
+    from ..store import vectors as vec
+
+    record = known_remote(vec.models(conn), ref.endpoint)
+    return remote_identity(ref.endpoint, record.dims if record is not None else 0, prompt)
 
 
 def vector_warnings(chosen: Sequence[Collection], counts: Sequence[tuple[int, int, int]]) -> list[Notice]:
