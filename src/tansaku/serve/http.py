@@ -237,8 +237,15 @@ def one_blas_thread() -> None:
     os.environ.setdefault(BLAS_THREADS_ENV, "1")
 
 
-def serve(index_name: str | None, settings: Settings, in_use_by: Callable[[int], str]) -> None:
-    """Run in the foreground until SIGINT or SIGTERM."""
+def serve(
+    index_name: str | None,
+    settings: Settings,
+    in_use_by: Callable[[int], str],
+    *,
+    open_page: bool = False,
+) -> None:
+    """Run in the foreground until SIGINT or SIGTERM; with ``open_page``, open the search page in
+    the browser once the port is bound (a request that comes first waits in the listen queue)."""
     import uvicorn
 
     one_blas_thread()
@@ -255,6 +262,10 @@ def serve(index_name: str | None, settings: Settings, in_use_by: Callable[[int],
     application = app(service, settings)
     sys.stdout.write(banner(service, settings))
     sys.stdout.flush()
+    if open_page:
+        from .browser import open_page_soon
+
+        open_page_soon(settings.url + "/")
     config = uvicorn.Config(
         application,
         log_level="warning",
