@@ -3,6 +3,7 @@
 (function () {
   const $ = (id) => document.getElementById(id);
   const box = $("q"), mode = $("mode"), level = $("level"), list = $("results"), status = $("status");
+  const passage = $("passage"), home = passage.parentNode;
   const STEP = 20, TURNS_STEP = 3;
   let composing = false, timer = 0, selected = -1, results = [], serial = 0, opened = null;
   const kinds = {}; // collection name -> type (files, claude, codex), from /status
@@ -91,6 +92,7 @@
   }
   function render(items, query) {
     results = items; selected = -1;
+    passage.hidden = true; home.append(passage); // out of the list before the list is replaced
     const t = terms(query);
     const pattern = t.length ? new RegExp(t.join("|"), "giu") : null;
     const nodes = items.map((r, i) => {
@@ -113,7 +115,7 @@
         const d = el("details"); d.append(el("summary", "", "why this result"), el("pre", "", JSON.stringify(r.explain, null, 1)));
         li.append(d);
       }
-      li.addEventListener("click", () => open(i));
+      li.addEventListener("click", (e) => { if (!passage.contains(e.target)) open(i); });
       return li;
     });
     list.replaceChildren(...nodes);
@@ -126,7 +128,8 @@
     // A transcript hit opens as its turns (get on SESSION.jsonl:LINE); a file as its lines.
     opened = { ref: r.virtual_path, from, count: STEP, session: !!turn, context: TURNS_STEP, reading: false };
     $("passage-path").textContent = r.virtual_path;
-    $("passage").hidden = false;
+    list.children[i].append(passage); // opened in place, under its result
+    passage.hidden = false;
     await loadPassage();
   }
   async function loadPassage() {
@@ -246,7 +249,7 @@
   });
   document.addEventListener("keydown", (e) => {
     if (e.key === "/" && document.activeElement !== box) { e.preventDefault(); box.focus(); }
-    else if (e.key === "Escape") { $("passage").hidden = true; }
+    else if (e.key === "Escape") { passage.hidden = true; }
   });
   for (const control of [mode, level, $("since"), $("until")]) control.addEventListener("change", run);
   for (const b of document.querySelectorAll("#roles button")) b.addEventListener("click", () => { toggle(b); run(); });
@@ -256,7 +259,7 @@
     loadPassage();
   });
   $("whole").addEventListener("click", () => { opened.reading = false; readSession(1); });
-  $("close").addEventListener("click", () => { $("passage").hidden = true; });
+  $("close").addEventListener("click", () => { passage.hidden = true; });
   $("copy-path").addEventListener("click", () => navigator.clipboard.writeText(opened.ref));
   $("copy-get").addEventListener("click", () => navigator.clipboard.writeText(command()));
   $("token").addEventListener("change", (e) => { sessionStorage.setItem("tansaku-token", e.target.value); loadStatus(); run(); });
