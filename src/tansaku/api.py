@@ -664,6 +664,13 @@ class Tansaku:
 
         return status_report(self.config(), self.config_path, self.index_path)
 
+    def model_files(self) -> Any:
+        """Each model role: is its file on this machine, and the command that brings a missing one
+        (inspect/model_files.py); reads no model."""
+        from .inspect.model_files import model_files
+
+        return model_files(self.config_path)
+
     def doctor(self, *, deep: bool = False) -> list[Any]:
         """Health checks (``DoctorCheck``: ok / warn / fail with a fix); read-only."""
         from .inspect.doctor import run_doctor

@@ -64,7 +64,9 @@ def _vec_check() -> DoctorCheck:
 
 
 def _get_fix(ref: Any) -> str:
-    return f"tansaku models pull {ref.role}" if ref.hf else f"tansaku models add {ref.role} PATH.gguf"
+    from .model_files import fix_command
+
+    return fix_command(ref)
 
 
 def _model_file_check(ref: Any) -> DoctorCheck:

@@ -20,7 +20,7 @@ from ..errors import TansakuError
 from ..options import MAX_WHOLE_NUMBER
 from ..paths import VIRTUAL_PREFIX
 from . import advice
-from .requests import MAX_RERANK_BUDGET_S, MAX_SEARCHES, SEARCH_KINDS, Answer, Service
+from .requests import MAX_CONTEXT_TURNS, MAX_RERANK_BUDGET_S, MAX_SEARCHES, SEARCH_KINDS, Answer, Service
 from .summary import instructions
 
 RESOURCE_PAGE = 200  # documents per resources/list page
@@ -128,6 +128,7 @@ TOOLS: list[types.Tool] = [
                 "max_bytes": _whole("pack: at most these bytes (10240)"),
                 "line_numbers": _LINE_NUMBERS,
                 "full_path": _FULL_PATH,
+                **_TRANSCRIPTS,
             },
             [],
         ),
@@ -170,6 +171,7 @@ TOOLS: list[types.Tool] = [
                 "full": _FULL,
                 "line_numbers": _LINE_NUMBERS,
                 "full_path": _FULL_PATH,
+                **_TRANSCRIPTS,
             },
             ["query"],
         ),
@@ -190,6 +192,12 @@ TOOLS: list[types.Tool] = [
                 "from_line": _whole("first line (1-based)"),
                 "max_lines": _whole("at most this many lines"),
                 "max_bytes": _whole("at most this many bytes"),
+                "context": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_CONTEXT_TURNS,
+                    "description": "on a transcript turn (SESSION.jsonl:LINE): turns before and after it (3)",
+                },
                 "line_numbers": {
                     "type": "boolean",
                     "description": "number the lines of the text content (default true)",
