@@ -245,3 +245,17 @@ def test_only_markdown_front_matter_is_read(cli, tmp_path: Path):
     assert result.exit_code == 0 and result.json()["collections"][0]["warnings"] == []
     hits = cli("search", "mixed", "--json", "--where", "kind=note").json()["results"]
     assert [hit["path"] for hit in hits] == ["a.md"]
+
+
+def test_where_leaves_transcript_collections_out_and_says_so(cli, garden: Path, tmp_path: Path):
+    transcripts = REPO / "fixtures" / "transcripts" / "claude"
+    shutil.copytree(transcripts, tmp_path / "claude")
+    assert cli("collection", "add", "--type", "claude", tmp_path / "claude").exit_code == 0
+    for command in (("search", WORD), ("query", WORD, "--no-expand", "--no-rerank")):
+        data = cli(*command, "--json", "--where", "tags=python").json()
+        assert {hit["collection"] for hit in data["results"]} == {"garden"}
+        notices = [w for w in data["warnings"] if w["code"] == "WHERE_FILES_ONLY"]
+        assert len(notices) == 1 and notices[0]["message"].endswith("not searched: claude")
+    assert not any(w["code"] == "WHERE_FILES_ONLY" for w in cli("search", WORD, "--json").json()["warnings"])
+    refused = cli("search", WORD, "-c", "claude", "--where", "tags=python", "--json")
+    assert refused.exit_code == 2 and "transcript collections (claude)" in refused.error()["message"]
