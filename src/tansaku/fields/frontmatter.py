@@ -32,6 +32,7 @@ _YAML = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*\r?$", 
 _TOML = re.compile(r"\A\+\+\+[ \t]*\r?\n(.*?)(?:\r?\n)?^\+\+\+[ \t]*\r?$", re.S | re.M)
 _TOML_LINE = re.compile(r"at line (\d+)")
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_NUMBER_START = re.compile(r"[ \t]*[-+.\d]|[ \t]*(?i:inf|nan)")
 
 Scalar = str | int | float | bool
 
@@ -168,6 +169,9 @@ def _flatten(data: dict[Any, Any]) -> list[Field]:
 
 def _value(value: Any) -> FieldValue | None:
     """A scalar as stored; None for what is not one (null, a nested list or mapping)."""
+    if isinstance(value, str):  # the most common: first
+        text = _cut(value.strip())
+        return FieldValue(text, "str", _number_in(text), _day_in(text)) if text else None
     if isinstance(value, bool):
         return FieldValue("true" if value else "false", "bool")
     if isinstance(value, int):
@@ -182,9 +186,6 @@ def _value(value: Any) -> FieldValue | None:
         return FieldValue(value.isoformat(), "date", None, value.isoformat())
     if isinstance(value, dt.time):
         return FieldValue(value.isoformat(), "str")
-    if isinstance(value, str):
-        text = _cut(value.strip())
-        return FieldValue(text, "str", _number_in(text), _day_in(text)) if text else None
     return None
 
 
@@ -202,6 +203,8 @@ def _finite(value: float) -> float | None:
 
 def _number_in(text: str) -> float | None:
     """A quoted number ("2") still compares as a number."""
+    if not _NUMBER_START.match(text):  # most text is not: no exception to pay for
+        return None
     try:
         return _finite(float(text))
     except ValueError:

@@ -16,8 +16,7 @@ MAX_LISTED = 20  # broken files named one by one in a summary; the rest are coun
 
 
 def store_fields(conn: Any, parsed: Mapping[str, FrontMatter]) -> None:
-    for content_hash, front in parsed.items():
-        store.put_fields(conn, content_hash, rows(front))
+    store.put_fields(conn, {content_hash: rows(front) for content_hash, front in parsed.items()})
 
 
 def field_warnings(broken: Sequence[tuple[str, FrontMatter]]) -> list[Notice]:

@@ -7,7 +7,7 @@ FTS5 query, so the filter applies before the limit; vector search asks for its d
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,15 +38,15 @@ class DocumentFilter:
     params: tuple[Any, ...]
 
 
-def put_fields(conn: Any, content_hash: str, rows: Sequence[FieldRow]) -> None:
-    """A text's fields, replacing any stored for it before (a newer indexer may read more)."""
-    conn.execute("DELETE FROM content_fields WHERE hash = ?", (content_hash,))
-    if rows:
-        conn.executemany(
-            "INSERT INTO content_fields (hash, position, seq, name, many, kind, value, folded, number, day)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(content_hash, *row) for row in rows],
-        )
+def put_fields(conn: Any, texts: Mapping[str, Sequence[FieldRow]]) -> None:
+    """Texts' fields by content hash, replacing any stored for them before (a newer indexer may
+    read more). Two statements for all of them: one per text cost a third of the time."""
+    conn.executemany("DELETE FROM content_fields WHERE hash = ?", [(h,) for h in texts])
+    conn.executemany(
+        "INSERT INTO content_fields (hash, position, seq, name, many, kind, value, folded, number, day)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(content_hash, *row) for content_hash, rows in texts.items() for row in rows],
+    )
 
 
 def prune_fields(conn: Any) -> None:
