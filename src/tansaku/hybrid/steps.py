@@ -231,8 +231,8 @@ def _vector_batch(
         from ..search.transcripts import files_only, turn_query
 
         if not files_only(index.config(), collections):
-            where = [levels.get(key) for key in ("level", "roles", "since", "until", "project")]
-            request = turn_query(plain[wanted[0]], where[0], where[1] or (), *where[2:], pool, 0.0, full)
+            asked = [levels.get(key) for key in ("level", "roles", "since", "until", "project")]
+            request = turn_query(plain[wanted[0]], asked[0], asked[1] or (), *asked[2:], pool, 0.0, full)
     try:
         found = index.vector_search_texts(
             [plain[i] for i in wanted], collections, pool, 0.0, full, False, levels=request, where=where
