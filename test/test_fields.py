@@ -188,7 +188,7 @@ def _field_rows(index_path: Path) -> list[tuple[str, str]]:
     conn = sqlean.connect(str(index_path))
     try:
         rows = conn.execute(
-            "SELECT d.path, f.value FROM content_fields AS f LEFT JOIN documents AS d ON d.hash = f.hash"
+            "SELECT d.path, f.value FROM document_fields AS f LEFT JOIN documents AS d ON d.id = f.doc_id"
             " WHERE f.name = 'title' ORDER BY f.value"
         ).fetchall()
     finally:
@@ -221,7 +221,7 @@ def test_an_index_from_before_fields_is_upgraded_and_read_again(cli, garden: Pat
     import sqlean
 
     conn = sqlean.connect(str(index_path), isolation_level=None)
-    conn.execute("DROP TABLE content_fields")
+    conn.execute("DROP TABLE document_fields")
     conn.execute("PRAGMA user_version = 6")
     conn.execute("UPDATE collection_state SET indexer_version = 5")
     conn.close()

@@ -18,7 +18,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 # Files whose front matter is read: the Markdown family (a .txt or .rst file opening with a rule
 # of dashes is not a YAML document).
@@ -37,9 +37,10 @@ _NUMBER_START = re.compile(r"[ \t]*[-+.\d]|[ \t]*(?i:inf|nan)")
 Scalar = str | int | float | bool
 
 
-@dataclass(frozen=True)
-class FieldValue:
-    """One stored value: its text, kind (str, int, float, bool, date, datetime), number and day."""
+class FieldValue(NamedTuple):
+    """One stored value: its text, kind (str, int, float, bool, date, datetime), number and day.
+    A named tuple: built once per value of every file read, and four times cheaper to make than a
+    frozen dataclass."""
 
     text: str
     kind: str
@@ -144,8 +145,10 @@ def _flatten(data: dict[Any, Any]) -> list[Field]:
         for key, value in mapping.items():
             if budget[0] <= 0:
                 return
-            name = (prefix + str(key).strip()) if str(key).strip() else ""
-            if not name or name.casefold() in seen:
+            written = str(key).strip()
+            name = prefix + written
+            folded = name.casefold()
+            if not written or folded in seen:
                 continue  # names match case-insensitively: the first spelling wins
             if isinstance(value, dict):
                 if depth < MAX_DEPTH:
@@ -159,7 +162,7 @@ def _flatten(data: dict[Any, Any]) -> list[Field]:
                 values, many = ([single] if single is not None else []), False
             values = values[: budget[0]]
             if values:
-                seen.add(name.casefold())
+                seen.add(folded)
                 budget[0] -= len(values)
                 found.append(Field(name, tuple(values), many))
 

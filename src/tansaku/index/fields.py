@@ -15,8 +15,12 @@ FRONT_MATTER_INVALID = "FRONT_MATTER_INVALID"
 MAX_LISTED = 20  # broken files named one by one in a summary; the rest are counted
 
 
-def store_fields(conn: Any, parsed: Mapping[str, FrontMatter]) -> None:
-    store.put_fields(conn, {content_hash: rows(front) for content_hash, front in parsed.items()})
+def store_fields(conn: Any, collection: str, parsed: Mapping[str, FrontMatter]) -> None:
+    """The fields of the texts read, by content hash, onto the documents now holding them."""
+    if parsed:
+        store.put_fields(
+            conn, collection, {content_hash: rows(front) for content_hash, front in parsed.items()}
+        )
 
 
 def field_warnings(broken: Sequence[tuple[str, FrontMatter]]) -> list[Notice]:

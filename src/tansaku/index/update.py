@@ -225,7 +225,7 @@ def apply(
             progress(done, total, "writing")
     if chunking is not None:
         chunking.summary.flush()
-    store_fields(conn, work.front)
+    store_fields(conn, collection.name, work.front)
     if work.remove or work.change:
         store.prune_content(conn)
         chunk_store.prune_chunks(conn)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .fields import DocumentFilter, prune_fields
+from .fields import DocumentFilter, delete_fields
 
 # Column weights for bm25(), in the table's column order: path, title, body, headings (headings
 # and the names a document defines), options (the command-line options it documents).
@@ -207,6 +207,7 @@ def _fts_delete(conn: Any, doc_id: int) -> None:
 
 def delete_document(conn: Any, doc_id: int) -> None:
     _fts_delete(conn, doc_id)
+    delete_fields(conn, doc_id)
     conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
 
@@ -231,9 +232,7 @@ def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
 
 def prune_content(conn: Any) -> int:
     cursor = conn.execute("DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)")
-    removed = cursor.rowcount
-    prune_fields(conn)  # a text's front-matter fields go with it
-    return removed
+    return cursor.rowcount
 
 
 def delete_collection(conn: Any, collection: str) -> int:

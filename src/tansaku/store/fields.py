@@ -1,5 +1,5 @@
-"""SQL for front-matter fields (content_fields, keyed by content hash): writing a text's fields,
-the document filter of ``--where``, and the fields of the documents a search returns.
+"""SQL for front-matter fields (document_fields, keyed by document id): writing a document's
+fields, the document filter of ``--where``, and the fields of the documents a search returns.
 
 A filter is built apart from running it (``DocumentFilter``): keyword search puts its SQL into the
 FTS5 query, so the filter applies before the limit; vector search asks for its document ids.
@@ -38,19 +38,28 @@ class DocumentFilter:
     params: tuple[Any, ...]
 
 
-def put_fields(conn: Any, texts: Mapping[str, Sequence[FieldRow]]) -> None:
-    """Texts' fields by content hash, replacing any stored for them before (a newer indexer may
-    read more). Two statements for all of them: one per text cost a third of the time."""
-    conn.executemany("DELETE FROM content_fields WHERE hash = ?", [(h,) for h in texts])
+def put_fields(conn: Any, collection: str, texts: Mapping[str, Sequence[FieldRow]]) -> None:
+    """The fields of the documents of ``collection`` holding these texts (by content hash),
+    replacing any stored for them before (a newer indexer may read more). A few statements for
+    all of them: one per document cost a third of the time."""
+    hashes = list(texts)
+    found: list[tuple[int, str]] = []
+    for start in range(0, len(hashes), 500):
+        batch = hashes[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        found += conn.execute(
+            f"SELECT id, hash FROM documents WHERE collection = ? AND hash IN ({marks})", (collection, *batch)
+        ).fetchall()
+    conn.executemany("DELETE FROM document_fields WHERE doc_id = ?", [(doc_id,) for doc_id, _ in found])
     conn.executemany(
-        "INSERT INTO content_fields (hash, position, seq, name, many, kind, value, folded, number, day)"
+        "INSERT INTO document_fields (doc_id, position, seq, name, many, kind, value, folded, number, day)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(content_hash, *row) for content_hash, rows in texts.items() for row in rows],
+        [(doc_id, *row) for doc_id, content_hash in found for row in texts[content_hash]],
     )
 
 
-def prune_fields(conn: Any) -> None:
-    conn.execute("DELETE FROM content_fields WHERE hash NOT IN (SELECT hash FROM content)")
+def delete_fields(conn: Any, doc_id: int) -> None:
+    conn.execute("DELETE FROM document_fields WHERE doc_id = ?", (doc_id,))
 
 
 def _equal(condition: Condition) -> tuple[str, list[Any]]:
@@ -77,7 +86,7 @@ def document_filter(conditions: Sequence[Condition]) -> DocumentFilter:
         else:
             test, values = f"number {COMPARISONS[condition.op]} ?", [condition.number]
         member = "NOT IN" if condition.op == "!=" else "IN"
-        clauses.append(f"hash {member} (SELECT hash FROM content_fields WHERE name = ? AND {test})")
+        clauses.append(f"id {member} (SELECT doc_id FROM document_fields WHERE name = ? AND {test})")
         params += [condition.name, *values]
     where = " AND ".join(clauses) or "1"
     return DocumentFilter(f"SELECT id FROM documents WHERE {where}", tuple(params))
@@ -93,7 +102,7 @@ def fields_of(conn: Any, documents: Iterable[tuple[str, str]]) -> dict[tuple[str
     for collection, path in dict.fromkeys(documents):
         rows = conn.execute(
             "SELECT f.name, f.many, f.kind, f.value FROM documents AS d"
-            " JOIN content_fields AS f ON f.hash = d.hash"
+            " JOIN document_fields AS f ON f.doc_id = d.id"
             " WHERE d.collection = ? AND d.path = ? ORDER BY f.position, f.seq",
             (collection, path),
         )

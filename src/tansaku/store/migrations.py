@@ -224,15 +224,16 @@ CREATE INDEX transcript_turns_doc ON transcript_turns (doc_id, seq);
 CREATE VIRTUAL TABLE turns_fts USING fts5(text, tokenize = '{FTS_TOKENIZER}', content = '')
 """
 
-# Front-matter fields (issue 27), keyed by content hash like chunks: a move or a copy costs
-# nothing, and a text's fields go when its text goes (documents.prune_content). One row per
-# value: a list field has a row per element (seq), in the order written (position). `folded` is
-# the value case-folded for `=`; `number` and `day` are set when the value is a number or holds
-# a date, for `>=` and `<=`. The indexer version that comes with this schema makes the next
+# Front-matter fields (issue 27), one row per value of a document: a list field has a row per
+# element (seq), in the order written (position). Keyed by document id, which a move keeps; the
+# rows go with their document (documents.delete_document). Keyed by content hash they took 2.5
+# times the space (the 64-character hash in every row and again in the index). `folded` is the
+# value case-folded for `=`; `number` and `day` are set when the value is a number or holds a
+# date, for `>=` and `<=`. The indexer version that comes with this schema makes the next
 # `update` read every file again and fill it.
 _V7 = """
-CREATE TABLE content_fields (
-    hash TEXT NOT NULL,
+CREATE TABLE document_fields (
+    doc_id INTEGER NOT NULL,
     position INTEGER NOT NULL,
     seq INTEGER NOT NULL,
     name TEXT NOT NULL COLLATE NOCASE,
@@ -242,9 +243,9 @@ CREATE TABLE content_fields (
     folded TEXT NOT NULL,
     number REAL,
     day TEXT,
-    PRIMARY KEY (hash, position, seq)
+    PRIMARY KEY (doc_id, position, seq)
 ) WITHOUT ROWID;
-CREATE INDEX content_fields_value ON content_fields (name, folded)
+CREATE INDEX document_fields_value ON document_fields (name, folded)
 """
 
 Migration = Callable[[Any], None]
