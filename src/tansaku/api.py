@@ -319,20 +319,45 @@ class Tansaku:
         min_score: float = 0.0,
         full: bool = False,
         snippets: bool = True,
+        where: Sequence[str] = (),
+        fields: bool = False,
     ) -> SearchResult:
+        """``where``: ``--where`` conditions on front-matter fields, applied before the limit;
+        ``fields``: each hit carries its document's fields (fields/)."""
         from .search.keyword import SearchOptions, search
 
+        doc_filter = _document_filter(where)
         config = self.config()
         chosen, warnings = self._chosen(config, collections)
+        options = SearchOptions(
+            limit=limit, min_score=min_score, full=full, snippets=snippets, where=doc_filter
+        )
         with self._reader() as conn:
-            return search(
-                conn,
-                query,
-                chosen,
-                config.contexts,
-                SearchOptions(limit=limit, min_score=min_score, full=full, snippets=snippets),
-                warnings,
-            )
+            result = search(conn, query, chosen, config.contexts, options, warnings)
+            return _with_fields(conn, result) if fields else result
+
+    def _fields_added(self, result: SearchResult, fields: bool) -> SearchResult:
+        if not fields:
+            return result
+        with self._reader() as conn:
+            return _with_fields(conn, result)
+
+    def _file_scope(
+        self, collections: Sequence[str], where: Sequence[str]
+    ) -> tuple[list[str], list[Notice]] | None:
+        """With ``where``, the file collections to search and a notice naming the transcript
+        collections left out (they have no front matter); None without ``where`` or with no
+        transcript collection among those searched."""
+        from .search.transcripts import files_only
+
+        config = self.config()
+        if not where or files_only(config, collections):
+            return None
+        from .fields.lookup import file_scope
+
+        chosen, warnings = self._chosen(config, collections)
+        files, notice = file_scope(chosen)
+        return files, [*warnings, notice]
 
     def _chosen(
         self, config: settings.Config, collections: Sequence[str]
@@ -409,10 +434,13 @@ class Tansaku:
         min_score: float = 0.3,
         full: bool = False,
         verbose: bool = False,
+        where: Sequence[str] = (),
+        fields: bool = False,
     ) -> SearchResult:
         from .search.vector_texts import with_unreadable_warning
 
-        return with_unreadable_warning(*self._vsearch(query, collections, limit, min_score, full, verbose))
+        found = self._vsearch(query, collections, limit, min_score, full, verbose, where=where)
+        return self._fields_added(with_unreadable_warning(*found), fields)
 
     def _vsearch(
         self,
@@ -423,13 +451,16 @@ class Tansaku:
         full: bool,
         verbose: bool,
         snippets: bool = True,
+        where: Sequence[str] = (),
     ) -> tuple[SearchResult, float]:
         """The vector results, and the share of the query's tokens the embedder does not know."""
         if not query.strip():
             from .errors import EmptyQuery
 
             raise EmptyQuery("the query is empty")
-        found = self.vector_search_texts([query], collections, limit, min_score, full, snippets, verbose)
+        found = self.vector_search_texts(
+            [query], collections, limit, min_score, full, snippets, verbose, where=where
+        )
         return found.results[0], found.unreadable_shares[0]
 
     def vector_search_texts(
@@ -442,10 +473,13 @@ class Tansaku:
         snippets: bool,
         verbose: bool = False,
         levels: Any = None,
+        where: Sequence[str] = (),
     ) -> Any:
-        """``levels``: a search.transcripts.TurnQuery, for `vsearch --level` (see vsearch_levels)."""
+        """``levels``: a search.transcripts.TurnQuery, for `vsearch --level` (see vsearch_levels);
+        ``where``: ``--where`` conditions on front-matter fields."""
         from .search.vector_texts import VectorRequest, search_texts
 
+        doc_filter = _document_filter(where)
         started = time.perf_counter()
         config = self.config()
         chosen, warnings = self._chosen(config, collections)
@@ -455,7 +489,7 @@ class Tansaku:
             return search_texts(
                 conn,
                 texts,
-                VectorRequest(limit, min_score, full, snippets, verbose, levels),
+                VectorRequest(limit, min_score, full, snippets, verbose, levels, doc_filter),
                 config_path=self.config_path,
                 config=config,
                 chosen=chosen,
@@ -479,6 +513,8 @@ class Tansaku:
         rerank: bool = True,
         rerank_budget: float | None = None,
         levels: dict[str, Any] | None = None,
+        where: Sequence[str] = (),
+        fields: bool = False,
     ) -> SearchResult:
         """Hybrid search (hybrid/run.py): probe, expansion, keyword and vector lists fused by
         weighted RRF, reranking within ``rerank_budget`` seconds.
@@ -491,6 +527,11 @@ class Tansaku:
         from .hybrid.run import run_query
         from .hybrid.steps import query_steps
 
+        _document_filter(where)  # a bad --where is refused before any model loads
+        notices: list[Notice] = []
+        scope = self._file_scope(collections, where)
+        if scope is not None:  # --where searches file collections only, not by transcript levels
+            collections, notices, levels = scope[0], scope[1], None
         pool = max(candidate_limit, limit or 0) if limit is not None else None
         with (
             self._reader() as conn,
@@ -504,9 +545,10 @@ class Tansaku:
                 rerank=rerank,
                 budget=rerank_budget,
                 levels=levels,
+                where=where,
             ) as steps,
         ):
-            return run_query(
+            result = run_query(
                 query,
                 steps,
                 limit=limit,
@@ -515,6 +557,9 @@ class Tansaku:
                 explain=explain,
                 intent=intent,
             )
+            if notices:
+                result = replace(result, warnings=(*notices, *result.warnings))
+            return _with_fields(conn, result) if fields else result
 
     def pack(
         self,
@@ -718,14 +763,22 @@ class Tansaku:
         limit: int | None = 5,
         min_score: float = 0.0,
         full: bool = False,
+        where: Sequence[str] = (),
+        fields: bool = False,
     ) -> SearchResult:
         """`search` with transcript levels and filters: transcript collections are searched by turn
-        and aggregated to ``level`` (default turn), file collections as by :meth:`search`."""
+        and aggregated to ``level`` (default turn), file collections as by :meth:`search`. With
+        ``where`` only file collections are searched (transcripts have no front matter)."""
         from .search import transcripts as turns
 
         config = self.config()
+        plain = {"limit": limit, "min_score": min_score, "full": full, "where": where, "fields": fields}
+        scope = self._file_scope(collections, where)
+        if scope is not None:
+            result = self.search(query, collections=scope[0], **plain)
+            return replace(result, warnings=(*scope[1], *result.warnings))
         if turns.files_only(config, collections):
-            return self.search(query, collections=collections, limit=limit, min_score=min_score, full=full)
+            return self.search(query, collections=collections, **plain)
         chosen, warnings = self._chosen(config, collections)
         return turns.search_levels(
             self.index_path,
@@ -758,14 +811,19 @@ class Tansaku:
         min_score: float = 0.3,
         full: bool = False,
         verbose: bool = False,
+        where: Sequence[str] = (),
+        fields: bool = False,
     ) -> SearchResult:
         """`vsearch` with transcript levels and filters, as :meth:`search_levels` for `search`."""
         from .search import transcripts as turns
 
+        plain = {"min_score": min_score, "full": full, "verbose": verbose, "where": where, "fields": fields}
+        scope = self._file_scope(collections, where) if query.strip() else None
+        if scope is not None:
+            result = self.vsearch(query, collections=scope[0], limit=limit, **plain)
+            return replace(result, warnings=(*scope[1], *result.warnings))
         if turns.files_only(self.config(), collections) or not query.strip():
-            return self.vsearch(
-                query, collections=collections, limit=limit, min_score=min_score, full=full, verbose=verbose
-            )
+            return self.vsearch(query, collections=collections, limit=limit, **plain)
         request = turns.turn_query(query, level, roles, since, until, project, limit, min_score, full)
         found = self.vector_search_texts([query], collections, limit, min_score, full, True, verbose, request)
         from .search.vector_texts import with_unreadable_warning
@@ -797,6 +855,22 @@ class Tansaku:
                 max_bytes=max_bytes,
                 raw=raw,
             )
+
+
+def _document_filter(where: Sequence[str]) -> Any:
+    """The filter of ``--where`` conditions (store/fields.py), None without any; a bad one is a
+    usage error. Imported only when there are some: a plain search pays nothing."""
+    if not where:
+        return None
+    from .fields.lookup import document_filter
+
+    return document_filter(where)
+
+
+def _with_fields(conn: Any, result: SearchResult) -> SearchResult:
+    from .fields.lookup import with_fields
+
+    return with_fields(conn, result)
 
 
 def _rename_context(key: str, old: str, new: str) -> str:

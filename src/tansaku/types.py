@@ -87,6 +87,8 @@ class Hit:
     body: str | None = None  # only with --full
     chunk_lines: tuple[int, int] | None = None  # vector modes: the matching chunk's first and last line
     transcript: TranscriptHit | None = None  # transcript collections searched by --level
+    # --fields: the document's front-matter fields, (name, value or tuple of values) as written.
+    fields: tuple[tuple[str, Any], ...] | None = None
 
 
 @_deferred(frozen=True)

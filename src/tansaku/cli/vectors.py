@@ -105,6 +105,8 @@ def _vsearch(args: argparse.Namespace, out: Output) -> int:
         min_score=args.min_score,
         full=args.full,
         verbose=args.verbose,
+        where=args.where,
+        fields=args.fields,
     )
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
     return 0

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..chunking import ChunkParams
 from ..config.masks import MaskMatcher, expand_masks
+from ..fields import frontmatter
 from ..paths import is_within
 from ..sources.outline import outline
 from ..sources.reader import INDEXER_VERSION, ReadDocument, line_count, read_document
@@ -25,6 +26,7 @@ from ..store import documents as store
 from ..text.cjk import segment
 from ..types import Collection, CollectionUpdate, SkippedFile
 from .chunks import ChunkingSummary, chunk_one, params_for
+from .fields import field_warnings, store_fields
 from .progress import Progress
 
 
@@ -37,6 +39,9 @@ class _Plan:
     remove: list[store.StoredDocument] = field(default_factory=list)
     unchanged: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
+    # Front matter of the Markdown files read, by content hash, and the files where it is broken.
+    front: dict[str, frontmatter.FrontMatter] = field(default_factory=dict)
+    broken_front: list[tuple[str, frontmatter.FrontMatter]] = field(default_factory=list)
 
 
 def now_iso() -> str:
@@ -95,7 +100,18 @@ def plan(
         if path not in seen and not any(is_within(path, d) for d in unreadable_dirs)
     ]
     _pair_moves(result, gone)
+    for item, doc in [*result.add, *((item, doc) for _, item, doc in result.change)]:
+        _read_front_matter(result, item.rel_path, doc)
     return result
+
+
+def _read_front_matter(result: _Plan, rel_path: str, doc: ReadDocument) -> None:
+    if not frontmatter.wanted(rel_path):
+        return
+    front = frontmatter.parse(doc.text)
+    result.front[doc.content_hash] = front
+    if front.problem is not None:
+        result.broken_front.append((rel_path, front))
 
 
 def _utf8(text: str) -> bool:
@@ -209,6 +225,7 @@ def apply(
             progress(done, total, "writing")
     if chunking is not None:
         chunking.summary.flush()
+    store_fields(conn, collection.name, work.front)
     if work.remove or work.change:
         store.prune_content(conn)
         chunk_store.prune_chunks(conn)
@@ -228,4 +245,5 @@ def report(name: str, work: _Plan) -> CollectionUpdate:
             + [item.rel_path for _, item, doc in work.change if doc.repaired]
         ),
         skipped=work.skipped,
+        warnings=field_warnings(work.broken_front),
     )

@@ -10,6 +10,7 @@ from tansaku.render import (
     RenderOptions,
     citation,
     disk_note,
+    fields_line,
     heading_trail,
     number_lines,
     pack_footer,
@@ -93,6 +94,8 @@ def _hit(hit: Hit, opts: RenderOptions) -> list[str]:
     if hit.contexts:
         # The empty quote line keeps each context its own paragraph once rendered.
         blocks.append("\n>\n".join(f"> {escape(c)}" for c in hit.contexts))
+    if hit.fields is not None:
+        blocks.append(f"fields: {escape(fields_line(hit.fields))}")
     if hit.body is not None:
         lines, start = split_body(hit.body), 1
     else:

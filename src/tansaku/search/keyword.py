@@ -12,6 +12,7 @@ from typing import Any
 from .. import limits
 from ..errors import EmptyQuery
 from ..store import documents as store
+from ..store.fields import DocumentFilter
 from ..text.cjk import has_cjk
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
 from .hits import make_hit
@@ -47,6 +48,8 @@ class SearchOptions:
     # False: hits carry no snippet (`query` fuses 40 candidates and shows a few: it asks
     # `add_snippets` for those; a snippet of a 180 KB page costs milliseconds).
     snippets: bool = True
+    # --where: only the documents whose front-matter fields pass (store/fields.py), before the limit.
+    where: DocumentFilter | None = None
 
 
 def excluded(conn: Any, query: str, found: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -164,7 +167,10 @@ def search(
     pool = None if options.limit is None else max(POOL, options.limit * 4)
     weights = NAME_WEIGHTS if names else PROSE_WEIGHTS
     candidates: dict[int, float] = {}
-    total = _candidates(conn, fts_expression(clauses, "all"), collections, pool, weights, candidates)
+    where = options.where
+    total = _candidates(
+        conn, fts_expression(clauses, "all"), collections, pool, weights, candidates, where=where
+    )
     complete = set(candidates)
     if not strict:
         # Long queries rank, they do not filter: documents with any term are candidates. The
@@ -179,14 +185,19 @@ def search(
             weights,
             candidates,
             counted=fts_expression(clauses, "clauses"),
+            where=where,
         )
     if not candidates:
         # Last resort: any word at all, identifier parts on their own included ("No results."
         # must mean that nothing matches).
-        total = _candidates(conn, fts_expression(clauses, "any"), collections, pool, weights, candidates)
+        total = _candidates(
+            conn, fts_expression(clauses, "any"), collections, pool, weights, candidates, where=where
+        )
     if not candidates and len(parsed.positive) > len(clauses.positive):
         # ... and the optional stopwords too: "zebrafish the" is not "No results." if "the" exists.
-        total = _candidates(conn, fts_expression(parsed, "any"), collections, pool, weights, candidates)
+        total = _candidates(
+            conn, fts_expression(parsed, "any"), collections, pool, weights, candidates, where=where
+        )
     scored, absent = rescore(
         conn, parsed, clauses, names, candidates, complete, short=strict, command=command
     )
@@ -237,6 +248,7 @@ def _candidates(
     weights: Sequence[float],
     found: dict[int, float],
     counted: str | None = None,
+    where: DocumentFilter | None = None,
 ) -> int:
     """Add best-first document ids per collection (each collection gets its own pool) to
     ``found``, with FTS5's raw bm25 for the expression; returns how many documents match
@@ -250,12 +262,12 @@ def _candidates(
     for collection in collections:
         limits.check()
         scope = None if whole_index else collection.name
-        rows = store.keyword_search(conn, expression, scope, pool, weights)
+        rows = store.keyword_search(conn, expression, scope, pool, weights, where)
         for doc_id, raw in rows:
             found.setdefault(doc_id, raw)
         full_pool = pool is not None and len(rows) == pool
         if (counted is not None and counted != expression) or full_pool:
-            total += store.keyword_count(conn, counted or expression, scope)
+            total += store.keyword_count(conn, counted or expression, scope, where)
         else:
             total += len(rows)
     return total

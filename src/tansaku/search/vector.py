@@ -38,6 +38,8 @@ class VectorQuery:
     min_score: float = DEFAULT_MIN_SCORE
     full: bool = False
     snippets: bool = True  # `query` asks for none, then fills in the ones it shows
+    # --where: the ids of the documents whose fields pass (None: every document).
+    allowed: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,10 @@ def _score(
                 continue
             entry_scores = all_scores.of(vectors.rows)
         best = np.maximum.reduceat(entry_scores, vectors.starts) * vectors.doc_weights
+        if request.allowed is not None:
+            # Filtered out before the limit: below any floor, so never ranked nor counted.
+            passes = np.isin(vectors.doc_ids, np.fromiter(request.allowed, dtype=np.int64))
+            best = np.where(passes, best, -np.inf)
         scored.append((vectors, entry_scores, best))
     return scored, total_exact
 
@@ -179,8 +185,12 @@ def _nearest(
         similarity = {embedding_id: 1.0 - distance for embedding_id, distance in nearest}
         entries = vec.entries_for_embeddings(conn, request.fingerprint, collection, params, list(similarity))
         exhausted = len(nearest) < wanted
-        # Many chunks of few documents can fill the nearest: fetch more until there are enough.
-        if exhausted or len(set(entries.doc_ids)) >= request.limit or wanted >= vec.KNN_MAX:
+        documents = set(entries.doc_ids)
+        if request.allowed is not None:
+            documents &= request.allowed
+        # Many chunks of few documents (or of documents --where leaves out) can fill the nearest:
+        # fetch more until there are enough.
+        if exhausted or len(documents) >= request.limit or wanted >= vec.KNN_MAX:
             break
         wanted = min(wanted * 4, vec.KNN_MAX)
     vectors = collection_vectors(entries, None, store.paths_by_ids(conn, set(entries.doc_ids)))

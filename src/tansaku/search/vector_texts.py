@@ -19,6 +19,7 @@ from ..types import Collection, Notice, SearchResult
 
 if TYPE_CHECKING:
     from ..config import settings
+    from ..store.fields import DocumentFilter
     from .transcripts import TurnQuery
     from .vector_cache import VectorCache
 
@@ -32,6 +33,7 @@ class VectorRequest:
     verbose: bool = False
     # `vsearch --level ...` (search/transcripts.py): transcript collections by turn, grouped.
     levels: TurnQuery | None = None
+    where: DocumentFilter | None = None  # --where (store/fields.py)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,11 @@ def search_texts(
     embedding_started = time.perf_counter()
     vectors = embedder.embed([prompt.query(model_text(text)) for text in texts])
     embed_seconds = time.perf_counter() - embedding_started
+    allowed = None
+    if request.where is not None:
+        from ..store.fields import matching_ids
+
+        allowed = matching_ids(conn, request.where)
     results = []
     for text, vector in zip(texts, vectors, strict=True):
         query = VectorQuery(
@@ -110,6 +117,7 @@ def search_texts(
             request.min_score,
             request.full,
             request.snippets,
+            allowed,
         )
         if request.levels is None:
             results.append(vsearch(conn, query, pairs, config.contexts, notices, started, cache))

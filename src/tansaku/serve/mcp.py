@@ -17,6 +17,7 @@ from mcp.server.lowlevel import Server
 
 from .. import __version__
 from ..errors import TansakuError
+from ..fields.where import MAX_CONDITIONS, MAX_OPERAND_CHARS
 from ..options import MAX_WHOLE_NUMBER
 from ..paths import VIRTUAL_PREFIX
 from . import advice
@@ -43,6 +44,18 @@ _FULL = {"type": "boolean", "description": "the whole document with each result 
 
 _LINE_NUMBERS = {"type": "boolean", "description": "number the lines of the text content"}
 _FULL_PATH = {"type": "boolean", "description": "show disk paths instead of tansaku:// paths in the text"}
+# --where and --fields: front-matter fields of Markdown files.
+_FIELD_FILTERS = {
+    "where": {
+        "type": "array",
+        "maxItems": MAX_CONDITIONS,
+        "items": {"type": "string", "maxLength": MAX_OPERAND_CHARS + 100},
+        "description": "only documents whose front matter passes every condition: FIELD=VALUE (any"
+        " element of a list field, any case), FIELD!=VALUE, FIELD>=DATE, FIELD<=DATE, FIELD>N, FIELD<N"
+        " (dates as 2024-05-01); applied before the limit",
+    },
+    "fields": {"type": "boolean", "description": "each result carries its document's front-matter fields"},
+}
 _TRANSCRIPTS = {
     "level": {
         "type": "string",
@@ -129,6 +142,7 @@ TOOLS: list[types.Tool] = [
                 "line_numbers": _LINE_NUMBERS,
                 "full_path": _FULL_PATH,
                 **_TRANSCRIPTS,
+                **_FIELD_FILTERS,
             },
             [],
         ),
@@ -151,6 +165,7 @@ TOOLS: list[types.Tool] = [
                 "line_numbers": _LINE_NUMBERS,
                 "full_path": _FULL_PATH,
                 **_TRANSCRIPTS,
+                **_FIELD_FILTERS,
             },
             ["query"],
         ),
@@ -172,6 +187,7 @@ TOOLS: list[types.Tool] = [
                 "line_numbers": _LINE_NUMBERS,
                 "full_path": _FULL_PATH,
                 **_TRANSCRIPTS,
+                **_FIELD_FILTERS,
             },
             ["query"],
         ),

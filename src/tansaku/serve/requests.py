@@ -155,6 +155,7 @@ def _optional(**values: Any) -> dict[str, Any]:
 
 
 _RESULT_FIELDS = {"query", "limit", "all", "min_score", "full", "collections", "line_numbers", "full_path"}
+_RESULT_FIELDS |= {"where", "fields"}  # front-matter fields (--where, --fields)
 _TRANSCRIPT_FIELDS = {"level", "roles", "since", "until", "project"}
 
 
@@ -177,6 +178,8 @@ def _search(api: Tansaku, f: Fields) -> Any:
         limit=_limit(f),
         **_optional(min_score=f.number("min_score", low=0, high=1)),
         full=f.flag("full"),
+        where=f.texts("where"),
+        fields=f.flag("fields"),
     )
 
 
@@ -188,6 +191,8 @@ def _vsearch(api: Tansaku, f: Fields) -> Any:
         limit=_limit(f),
         **_optional(min_score=f.number("min_score", low=0, high=1)),
         full=f.flag("full"),
+        where=f.texts("where"),
+        fields=f.flag("fields"),
     )
 
 
@@ -235,13 +240,25 @@ def _query(api: Tansaku, f: Fields) -> Any:
         "expand": not f.flag("no_expand"),
         "rerank": not f.flag("no_rerank"),
         "rerank_budget": f.number("rerank_budget", low=0, high=MAX_RERANK_BUDGET_S),
+        "where": f.texts("where"),
         **_optional(
             min_score=f.number("min_score", low=0, high=1), candidate_limit=f.count("candidate_limit")
         ),
     }
     if pack:
+        if f.flag("fields"):
+            raise UsageError(
+                "'pack' does not take 'fields'", hint="a pack cites passages; search with fields"
+            )
         return api.pack(query_text(f), **_optional(max_items=max_items, max_bytes=max_bytes), **common)
-    return api.query(query_text(f), limit=_limit(f), full=f.flag("full"), explain=f.flag("explain"), **common)
+    return api.query(
+        query_text(f),
+        limit=_limit(f),
+        full=f.flag("full"),
+        explain=f.flag("explain"),
+        fields=f.flag("fields"),
+        **common,
+    )
 
 
 def _get(api: Tansaku, f: Fields) -> Any:

@@ -224,6 +224,30 @@ CREATE INDEX transcript_turns_doc ON transcript_turns (doc_id, seq);
 CREATE VIRTUAL TABLE turns_fts USING fts5(text, tokenize = '{FTS_TOKENIZER}', content = '')
 """
 
+# Front-matter fields (issue 27), one row per value of a document: a list field has a row per
+# element (seq), in the order written (position). Keyed by document id, which a move keeps; the
+# rows go with their document (documents.delete_document). Keyed by content hash they took 2.5
+# times the space (the 64-character hash in every row and again in the index). `folded` is the
+# value case-folded for `=`; `number` and `day` are set when the value is a number or holds a
+# date, for `>=` and `<=`. The indexer version that comes with this schema makes the next
+# `update` read every file again and fill it.
+_V7 = """
+CREATE TABLE document_fields (
+    doc_id INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    name TEXT NOT NULL COLLATE NOCASE,
+    many INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    value TEXT NOT NULL,
+    folded TEXT NOT NULL,
+    number REAL,
+    day TEXT,
+    PRIMARY KEY (doc_id, position, seq)
+) WITHOUT ROWID;
+CREATE INDEX document_fields_value ON document_fields (name, folded)
+"""
+
 Migration = Callable[[Any], None]
 
 
@@ -236,7 +260,15 @@ def _script(sql: str) -> Migration:
     return run
 
 
-MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4), _v5, _script(_V6)]
+MIGRATIONS: list[Migration] = [
+    _script(_V1),
+    _script(_V2),
+    _script(_V3),
+    _script(_V4),
+    _v5,
+    _script(_V6),
+    _script(_V7),
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
