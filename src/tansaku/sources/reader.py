@@ -32,7 +32,8 @@ _UNDERLINED = re.compile(
 # 4: a C function pointer type defines its own name, not its return type (sources/outline.py).
 # 5: Sphinx's awaitablefunction and awaitablemethod define names (asyncio.gather, anext); a man
 #    page's upper-case tags do too (SIGHUP, CAP_NET_BIND_SERVICE, LANG).
-INDEXER_VERSION = 5
+# 6: HTML files are indexed as their extracted text, not their markup (sources/formats/).
+INDEXER_VERSION = 6
 TITLE_SEARCH_CHARS = 16_384
 # Only prose formats have headings; in code a "# comment" or a docstring closed by '"""' is not
 # a title, so code files are titled by their name.
@@ -47,6 +48,8 @@ class ReadDocument:
     title: str
     size: int
     repaired: bool
+    pages: tuple[int, ...] = ()  # first line of each page, for a PDF
+    notices: tuple[str, ...] = ()  # what its extraction left out (pages past the limit, ...)
 
 
 def content_hash(raw: bytes) -> str:

@@ -224,6 +224,26 @@ CREATE INDEX transcript_turns_doc ON transcript_turns (doc_id, seq);
 CREATE VIRTUAL TABLE turns_fts USING fts5(text, tokenize = '{FTS_TOKENIZER}', content = '')
 """
 
+# Text extracted from PDF, HTML, Word and EPUB files (issue 27), cached by the file's content hash
+# and the extractor's version, so an unchanged file is never extracted twice, even after it left
+# the index for a while (moved out and back, a collection removed and added again, a new indexer
+# version). A failure is cached too (text NULL, failure = its reason), so a bad file costs one
+# try. Derived data: any row may be deleted. ``seen_at`` ages out rows no document uses.
+_V7 = """
+CREATE TABLE extractions (
+    hash TEXT NOT NULL,
+    extractor TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    body TEXT,
+    pages TEXT NOT NULL DEFAULT '[]',
+    notices TEXT NOT NULL DEFAULT '[]',
+    failure TEXT,
+    extracted_at TEXT NOT NULL,
+    seen_at TEXT NOT NULL,
+    PRIMARY KEY (hash, extractor)
+) WITHOUT ROWID
+"""
+
 Migration = Callable[[Any], None]
 
 
@@ -236,7 +256,15 @@ def _script(sql: str) -> Migration:
     return run
 
 
-MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4), _v5, _script(_V6)]
+MIGRATIONS: list[Migration] = [
+    _script(_V1),
+    _script(_V2),
+    _script(_V3),
+    _script(_V4),
+    _v5,
+    _script(_V6),
+    _script(_V7),
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
