@@ -181,3 +181,54 @@ def test_a_pdf_past_the_page_limit_is_indexed_in_part_with_a_warning(
     ]
     text = cli("get", "docs/guide.pdf").stdout
     assert "Crabs" in text and "Safety" not in text
+
+
+def collection_masks(cli: Cli) -> list[str]:
+    return cli("collection", "show", "docs", "--json").json()["collection"]["masks"]
+
+
+def test_formats_add_their_masks_to_the_default(cli: Cli, docs: Path) -> None:
+    (docs / "notes.md").write_text("# Notes\n\nLimpets graze on algae.\n")
+    report = add_formats(cli, docs, "--formats", "pdf,docx", "--formats", "EPUB")
+    assert sorted(report["added"]) == ["guide.docx", "guide.epub", "guide.pdf", "notes.md"]
+    assert collection_masks(cli) == ["**/*.md", "**/*.pdf", "**/*.docx", "**/*.epub"]
+
+
+def test_formats_add_their_masks_to_the_users(cli: Cli, docs: Path) -> None:
+    (docs / "notes.md").write_text("# Notes\n")
+    report = add_formats(cli, docs, "--mask", "*.txt", "--formats", "html")
+    assert report["added"] == ["page.html"]
+    assert collection_masks(cli) == ["*.txt", "**/*.html", "**/*.htm"]
+
+
+def test_an_unknown_format_is_a_usage_error(cli: Cli, docs: Path) -> None:
+    result = cli("collection", "add", str(docs), "--formats", "pdf,doc", "--json")
+    assert result.exit_code == 2
+    assert result.error()["message"] == "unknown format 'doc' in --formats"
+    assert "pdf, html, docx, epub" in result.error()["hint"]
+    assert cli("collection", "list", "--json").json() == []
+
+
+def add_formats(cli: Cli, folder: Path, *args: str) -> dict:
+    result = cli("collection", "add", str(folder), "--name", "docs", "--json", *args)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    [collection] = result.json()["collections"]
+    return collection
+
+
+@pytest.mark.subprocess
+def test_bad_files_never_fail_the_update_process(docs: Path) -> None:
+    """The real entry point: bad files are reported on stdout and the update exits 0."""
+    import subprocess
+
+    from .conftest import REPO
+
+    env = {**os.environ, "TANSAKU_PYTHON": sys.executable}
+    added = subprocess.run(
+        [str(REPO / "bin" / "tansaku"), "collection", "add", str(docs), "--formats", "pdf,docx"],
+        capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert "skipped encrypted.pdf: encrypted (" in added.stdout
+    assert "skipped bomb.docx: zip-bomb (" in added.stdout
+    assert "Traceback" not in added.stderr

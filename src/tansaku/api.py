@@ -133,8 +133,12 @@ class Tansaku:
         chunk_strategy: str = "regex",
         dry_run: bool = False,
         progress: ProgressFactory | None = None,
+        formats: Sequence[str] = (),
     ) -> UpdateReport:
+        """``formats`` (pdf, html, docx, epub) add their masks to ``masks``, or to the default
+        ``**/*.md`` when no mask is given."""
         from .config.masks import expand_masks, validate_collection_name
+        from .sources.formats import format_masks
 
         root = Path(self.cwd or os.getcwd(), path).expanduser()
         if not root.exists():
@@ -146,7 +150,7 @@ class Tansaku:
         collection = Collection(
             name=name,
             path=str(root),
-            masks=expand_masks(masks or settings.DEFAULT_MASKS),
+            masks=expand_masks([*(masks or settings.DEFAULT_MASKS), *format_masks(formats)]),
             ignore=expand_masks(ignore) if ignore else (),
             chunk_strategy=chunk_strategy,
         )

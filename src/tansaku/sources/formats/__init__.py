@@ -18,8 +18,11 @@ Bounds (a hostile or enormous file costs a stated, limited amount):
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+
+from ...errors import UsageError
 
 # Suffix (lower case) -> format name.
 SUFFIXES = {
@@ -77,6 +80,18 @@ class ExtractionFailed(Exception):
     @property
     def reason(self) -> str:
         return f"{self.code} ({self.detail})"
+
+
+def format_masks(names: Sequence[str]) -> list[str]:
+    """The masks for ``--formats pdf,html``: a comma list (or repeated), names checked."""
+    wanted = [n.strip().lower() for value in names for n in value.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in MASKS]
+    if unknown:
+        raise UsageError(
+            f"unknown format {unknown[0]!r} in --formats",
+            hint=f"choose from {', '.join(FORMATS)} (a comma list: --formats pdf,docx)",
+        )
+    return [mask for n in dict.fromkeys(wanted) for mask in MASKS[n]]
 
 
 def format_of(rel_path: str) -> str | None:
