@@ -232,3 +232,29 @@ def test_bad_files_never_fail_the_update_process(docs: Path) -> None:
     assert "skipped encrypted.pdf: encrypted (" in added.stdout
     assert "skipped bomb.docx: zip-bomb (" in added.stdout
     assert "Traceback" not in added.stderr
+
+
+def test_a_hit_in_a_pdf_says_its_page(cli: Cli, docs: Path) -> None:
+    add(cli, docs)
+    pages = {}
+    for query in ("beadlet anemone", "velvet swimming", "incoming tide"):
+        hits = cli("search", query, "--json").json()["results"]
+        pages[query] = {h["path"]: h.get("page") for h in hits}
+    assert pages["beadlet anemone"]["guide.pdf"] == 1
+    assert pages["velvet swimming"]["guide.pdf"] == 2
+    assert pages["incoming tide"]["guide.pdf"] == 3
+    assert pages["incoming tide"]["guide.docx"] is None  # only PDFs have pages
+    assert "tansaku://docs/guide.pdf page 3" in cli("search", "incoming tide").stdout
+
+
+def test_a_vector_hit_in_a_pdf_says_its_page(cli: Cli, docs: Path, model: Path) -> None:
+    add(cli, docs, mask="guide.pdf")
+    assert cli("embed").exit_code == 0
+    [hit] = cli("vsearch", "crabs shedding their shells", "-n", "1", "--json").json()["results"]
+    assert hit["path"] == "guide.pdf" and hit["page"] in (1, 2, 3)
+    lines = cli("get", "docs/guide.pdf", "--json").json()["lines"]
+    starts = [
+        i + 1 for i, line in enumerate(lines) if line in ("Field Guide to Tide Pools", "Crabs", "Safety")
+    ]
+    expected = sum(1 for start in starts if start <= hit["snippet"]["start_line"])
+    assert hit["page"] == expected

@@ -87,6 +87,7 @@ class Hit:
     body: str | None = None  # only with --full
     chunk_lines: tuple[int, int] | None = None  # vector modes: the matching chunk's first and last line
     transcript: TranscriptHit | None = None  # transcript collections searched by --level
+    page: int | None = None  # a PDF's page where the snippet (or the matching chunk) starts
 
 
 @_deferred(frozen=True)
