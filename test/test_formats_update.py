@@ -258,3 +258,22 @@ def test_a_vector_hit_in_a_pdf_says_its_page(cli: Cli, docs: Path, model: Path) 
     ]
     expected = sum(1 for start in starts if start <= hit["snippet"]["start_line"])
     assert hit["page"] == expected
+
+
+def test_get_a_page_of_a_pdf(cli: Cli, docs: Path) -> None:
+    add(cli, docs)
+    page = cli("get", "docs/guide.pdf:page=2", "--json").json()
+    assert page["lines"][0] == "Crabs" and page["lines"][-1] == "velvet swimming crab 8 cm"
+    assert "Safety" not in page["lines"] and "Anemones" not in page["lines"]
+    last = cli("get", "docs/guide.pdf:page=3", "--json").json()
+    assert last["lines"][0] == "Safety" and not last["truncated"]
+    assert cli("get", "docs/guide.pdf:page=2", "-l", "1", "--json").json()["lines"] == ["Crabs"]
+
+
+def test_get_a_page_past_the_end_or_of_a_text_without_pages(cli: Cli, docs: Path) -> None:
+    add(cli, docs)
+    past = cli("get", "docs/guide.pdf:page=4", "--json")
+    assert past.exit_code == 1 and past.error()["code"] == "PAGE_OUT_OF_RANGE"
+    assert past.error()["message"] == "tansaku://docs/guide.pdf has 3 pages: there is no page 4"
+    none = cli("get", "docs/guide.docx:page=1", "--json")
+    assert none.exit_code == 2 and none.error()["message"] == "tansaku://docs/guide.docx has no pages"

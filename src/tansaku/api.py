@@ -551,9 +551,11 @@ class Tansaku:
         source line a search hit names) is shown as the turns there with ``context`` turns around
         them, at most ``max_lines`` messages: a SessionRead (retrieve/sessions.py)."""
         from .retrieve.get import DEFAULT_GET_MAX_BYTES, LineRange, resolve, slice_document, split_range
+        from .retrieve.pages import page_lines, split_page
 
         config = self.config()
-        base, suffix_from, suffix_count = split_range(ref)
+        paged, page = split_page(ref)
+        base, suffix_from, suffix_count = split_range(paged) if page is None else (paged, None, None)
         bounds = LineRange(
             from_line=from_line or suffix_from or 1,
             max_lines=max_lines if max_lines is not None else suffix_count,
@@ -561,6 +563,10 @@ class Tansaku:
         )
         with self._reader() as conn:
             doc = resolve(conn, base, config.collections, disk_paths=self.disk_paths)
+            if page is not None:  # REF:page=N: that page's lines (-l still caps them)
+                first, count = page_lines(conn, doc, page, doc.line_count)
+                shown = count if max_lines is None else min(count, max_lines)
+                bounds = LineRange(first, shown, bounds.max_bytes)
             if config.collections[doc.collection].type != "files" and (from_line or suffix_from):
                 from .retrieve.sessions import turn_window
 
