@@ -73,6 +73,12 @@ def test_pdf_text_pages_and_title() -> None:
     assert got.notices == ()
 
 
+def test_pdf_with_only_an_owner_password_is_read() -> None:
+    pytest.importorskip("pypdfium2")
+    got = extract("pdf", read("owner-password.pdf"), 1_000_000)
+    assert got.title == TITLE and len(got.pages) == 3 and "velvet swimming crab" in got.text
+
+
 def test_pdf_past_the_page_limit_is_cut_and_says_so() -> None:
     pytest.importorskip("pypdfium2")
     from tansaku.sources.formats import pdf
