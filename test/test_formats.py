@@ -61,14 +61,24 @@ def test_html_heading_paths_reach_the_chunks() -> None:
     assert by_text == {("Rock pooling etiquette", "Checking the tides")}
 
 
-def test_pdf_text_pages_and_title() -> None:
+def test_pdf_text_pages_headings_and_title() -> None:
     pytest.importorskip("pypdfium2")
     got = extract("pdf", read("guide.pdf"), 1_000_000)
     assert got.title == TITLE  # the document's Title property (Chromium takes it from <title>)
     lines = got.text.split("\n")
     assert len(got.pages) == 3
     # Each top-level section was printed on a page of its own (source/print.css).
-    assert [lines[start - 1] for start in got.pages] == [TITLE, "Crabs", "Safety"]
+    assert [lines[start - 1] for start in got.pages] == [f"# {TITLE}", "# Crabs", "# Safety"]
+    # The headings are the PDF's outline (bookmarks), found on the pages they point to.
+    found = [(h.level, h.title) for h in headings(got.text, "guide.pdf")]
+    assert found == [
+        (1, TITLE),
+        (1, "Anemones"),
+        (2, "Feeding"),
+        (1, "Crabs"),
+        (2, "Moulting"),
+        (1, "Safety"),
+    ]
     assert "velvet swimming crab 8 cm" in got.text
     assert got.notices == ()
 
@@ -85,7 +95,7 @@ def test_pdf_past_the_page_limit_is_cut_and_says_so() -> None:
 
     got = pdf.extract(read("guide.pdf"), max_pages=2)
     assert len(got.pages) == 2
-    assert "Safety" not in got.text and "Crabs" in got.text
+    assert "Safety" not in got.text and "# Crabs" in got.text
     assert got.notices == ("indexed the first 2 of 3 pages (the page limit per PDF)",)
 
 

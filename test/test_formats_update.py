@@ -107,7 +107,7 @@ def test_search_and_get_show_the_extracted_text_with_the_files_path(cli: Cli, do
     got = cli("get", "docs/guide.pdf", "--json").json()
     assert got["disk_path"] == str(docs / "guide.pdf")
     assert got["title"] == "Field Guide to Tide Pools"
-    assert "Crabs" in got["lines"] and "velvet swimming crab 8 cm" in got["lines"]
+    assert "# Crabs" in got["lines"] and "velvet swimming crab 8 cm" in got["lines"]
     page = cli("get", "docs/page.html").stdout
     assert "## Checking the tides" in page and "<p>" not in page and "trackingPixel" not in page
 
@@ -253,9 +253,9 @@ def test_a_vector_hit_in_a_pdf_says_its_page(cli: Cli, docs: Path, model: Path) 
     [hit] = cli("vsearch", "crabs shedding their shells", "-n", "1", "--json").json()["results"]
     assert hit["path"] == "guide.pdf" and hit["page"] in (1, 2, 3)
     lines = cli("get", "docs/guide.pdf", "--json").json()["lines"]
-    starts = [
-        i + 1 for i, line in enumerate(lines) if line in ("Field Guide to Tide Pools", "Crabs", "Safety")
-    ]
+    firsts = ("# Field Guide to Tide Pools", "# Crabs", "# Safety")
+    starts = [i + 1 for i, line in enumerate(lines) if line in firsts]
+    assert len(starts) == 3
     expected = sum(1 for start in starts if start <= hit["snippet"]["start_line"])
     assert hit["page"] == expected
 
@@ -263,11 +263,11 @@ def test_a_vector_hit_in_a_pdf_says_its_page(cli: Cli, docs: Path, model: Path) 
 def test_get_a_page_of_a_pdf(cli: Cli, docs: Path) -> None:
     add(cli, docs)
     page = cli("get", "docs/guide.pdf:page=2", "--json").json()
-    assert page["lines"][0] == "Crabs" and page["lines"][-1] == "velvet swimming crab 8 cm"
+    assert page["lines"][0] == "# Crabs" and page["lines"][-1] == "velvet swimming crab 8 cm"
     assert "Safety" not in page["lines"] and "Anemones" not in page["lines"]
     last = cli("get", "docs/guide.pdf:page=3", "--json").json()
-    assert last["lines"][0] == "Safety" and not last["truncated"]
-    assert cli("get", "docs/guide.pdf:page=2", "-l", "1", "--json").json()["lines"] == ["Crabs"]
+    assert last["lines"][0] == "# Safety" and not last["truncated"]
+    assert cli("get", "docs/guide.pdf:page=2", "-l", "1", "--json").json()["lines"] == ["# Crabs"]
 
 
 def test_get_a_page_past_the_end_or_of_a_text_without_pages(cli: Cli, docs: Path) -> None:

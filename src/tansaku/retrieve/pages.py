@@ -36,8 +36,6 @@ def page_lines(conn: Any, doc: store.StoredDocument, page: int, total_lines: int
             pages=len(starts),
             page=page,
         )
-    if page < len(starts):
-        end = starts[page] - 1  # the blank line between two pages is not part of either
-    else:
-        end = total_lines + 1
+    # The blank line between two pages is not part of either.
+    end = starts[page] - 1 if page < len(starts) else total_lines + 1
     return starts[page - 1], max(1, end - starts[page - 1])

@@ -5,8 +5,10 @@ Chromium (178 pages), PDFium read 416 pages/s, pypdf 15 and pdfminer.six 9, with
 recall against the pages' HTML text (0.997).
 
 Pages are separated by a blank line and ``Extracted.pages`` holds the first line of each, so a
-hit can say its page. A PDF has no headings to speak of (only positioned text), so its text has
-none; its title is the document's Title property, else its first line when that is short.
+hit can say its page. A PDF holds positioned text, not structure; its headings come from its
+outline (bookmarks), when it has one: a bookmark's title found as a line of the page it points
+to becomes a ``#`` line of the bookmark's depth. Its title is the document's Title property,
+else its first heading, else its first line when that is short.
 Reading stops after ``MAX_PDF_PAGES`` pages or ``MAX_PDF_SECONDS`` seconds, and says so.
 """
 
@@ -23,6 +25,8 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _TRAILING_SPACE = re.compile(r"[ \t]+\n")
 _EXCESS_BLANKS = re.compile(r"\n{3,}")
 MAX_TITLE_CHARS = 120
+MAX_HEADING_DEPTH = 6
+MAX_BOOKMARKS = 10_000
 # PDFium's FPDF_GetLastError codes, as pypdfium2 words them.
 _PASSWORD_ERROR = "password"
 
@@ -82,9 +86,45 @@ def _read(document: object, max_pages: int, max_seconds: float) -> Extracted:
             f"no text on {'its one page' if total == 1 else f'any of its {total} pages'}:"
             " a scanned or image-only PDF (OCR is not done)",
         )
+    headings = _outline(document)
+    for index, marks in headings.items():
+        if index < len(texts):
+            texts[index] = _mark_headings(texts[index], marks)
     text, pages = _join(texts)
-    title = _metadata_title(document) or _first_line(text)
+    first = next((title for index in sorted(headings) for _, title in headings[index][:1]), "")
+    title = _metadata_title(document) or first or _first_line(text)
     return Extracted(text=text, title=title, pages=pages, notices=tuple(notices))
+
+
+def _outline(document: object) -> dict[int, list[tuple[int, str]]]:
+    """Page index -> the (depth, title) of the bookmarks pointing at it, in outline order."""
+    found: dict[int, list[tuple[int, str]]] = {}
+    try:
+        for count, item in enumerate(document.get_toc(max_depth=MAX_HEADING_DEPTH)):  # type: ignore[attr-defined]
+            if count >= MAX_BOOKMARKS:
+                break
+            dest = item.get_dest()
+            index = dest.get_index() if dest is not None else None
+            title = " ".join((item.get_title() or "").split())
+            if index is not None and title:
+                found.setdefault(index, []).append((item.level, title))
+    except Exception:  # a damaged outline costs the headings, not the text
+        return found
+    return found
+
+
+def _mark_headings(page: str, marks: list[tuple[int, str]]) -> str:
+    """Turn the lines that are these bookmarks' titles into ``#`` headings, in order."""
+    lines = page.split("\n")
+    at = 0
+    for level, title in marks:
+        wanted = title.casefold()
+        for i in range(at, len(lines)):
+            if " ".join(lines[i].split()).casefold() == wanted:
+                lines[i] = "#" * min(level + 1, 6) + " " + lines[i].strip()
+                at = i + 1
+                break
+    return "\n".join(lines)
 
 
 def _clean(text: str) -> str:
