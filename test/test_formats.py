@@ -155,3 +155,21 @@ def test_missing_extra_names_the_install(monkeypatch: pytest.MonkeyPatch) -> Non
 )  # fmt: skip
 def test_format_of(path: str, fmt: str | None) -> None:
     assert formats.format_of(path) == fmt
+
+
+def test_html_in_a_declared_charset_is_decoded() -> None:
+    head = '<html><head><meta charset="iso-8859-1"><title>Caf\xe9</title></head>'
+    page = head + "<body><p>cr\xe8me br\xfbl\xe9e</p>"
+    got = extract("html", page.encode("latin-1"), 1_000_000)
+    assert got.title == "Café" and got.text == "crème brûlée\n"
+
+
+def test_deeply_nested_html_costs_no_recursion() -> None:
+    page = "<div>" * 100_000 + "<h2>Deep</h2><p>still read</p>" + "</div>" * 100_000
+    got = extract("html", page.encode(), 1_000_000)
+    assert got.text == "## Deep\n\nstill read\n"
+
+
+def test_an_unclosed_script_or_nav_leaves_the_rest_out_not_the_update() -> None:
+    got = extract("html", b"<h1>Top</h1><p>kept</p><nav><p>menu", 1_000_000)
+    assert got.text == "# Top\n\nkept\n" and got.title == "Top"

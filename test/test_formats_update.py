@@ -277,3 +277,17 @@ def test_get_a_page_past_the_end_or_of_a_text_without_pages(cli: Cli, docs: Path
     assert past.error()["message"] == "tansaku://docs/guide.pdf has 3 pages: there is no page 4"
     none = cli("get", "docs/guide.docx:page=1", "--json")
     assert none.exit_code == 2 and none.error()["message"] == "tansaku://docs/guide.docx has no pages"
+
+
+def test_a_document_over_its_size_limit_is_skipped(
+    cli: Cli, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tansaku.sources import formats
+
+    monkeypatch.setattr(formats, "MAX_DOCUMENT_BYTES", 20_000)  # guide.pdf is about 40 KB
+    report = add(cli, docs, mask="guide.*")
+    reasons = {s["path"]: s["reason"] for s in report["skipped"]}
+    assert reasons == {
+        "guide.pdf": f"too-large ({(docs / 'guide.pdf').stat().st_size} bytes > limit 20000 for pdf files)"
+    }
+    assert sorted(report["added"]) == ["guide.docx", "guide.epub"]
