@@ -133,8 +133,12 @@ class Tansaku:
         chunk_strategy: str = "regex",
         dry_run: bool = False,
         progress: ProgressFactory | None = None,
+        formats: Sequence[str] = (),
     ) -> UpdateReport:
+        """``formats`` (pdf, html, docx, epub) add their masks to ``masks``, or to the default
+        ``**/*.md`` when no mask is given."""
         from .config.masks import expand_masks, validate_collection_name
+        from .sources.formats import format_masks
 
         root = Path(self.cwd or os.getcwd(), path).expanduser()
         if not root.exists():
@@ -146,7 +150,7 @@ class Tansaku:
         collection = Collection(
             name=name,
             path=str(root),
-            masks=expand_masks(masks or settings.DEFAULT_MASKS),
+            masks=expand_masks([*(masks or settings.DEFAULT_MASKS), *format_masks(formats)]),
             ignore=expand_masks(ignore) if ignore else (),
             chunk_strategy=chunk_strategy,
         )
@@ -604,9 +608,11 @@ class Tansaku:
         source line a search hit names) is shown as the turns there with ``context`` turns around
         them, at most ``max_lines`` messages: a SessionRead (retrieve/sessions.py)."""
         from .retrieve.get import DEFAULT_GET_MAX_BYTES, LineRange, resolve, slice_document, split_range
+        from .retrieve.pages import page_lines, split_page
 
         config = self.config()
-        base, suffix_from, suffix_count = split_range(ref)
+        paged, page = split_page(ref)
+        base, suffix_from, suffix_count = split_range(paged) if page is None else (paged, None, None)
         bounds = LineRange(
             from_line=from_line or suffix_from or 1,
             max_lines=max_lines if max_lines is not None else suffix_count,
@@ -614,6 +620,10 @@ class Tansaku:
         )
         with self._reader() as conn:
             doc = resolve(conn, base, config.collections, disk_paths=self.disk_paths)
+            if page is not None:  # REF:page=N: that page's lines (-l still caps them)
+                first, count = page_lines(conn, doc, page, doc.line_count)
+                shown = count if max_lines is None else min(count, max_lines)
+                bounds = LineRange(first, shown, bounds.max_bytes)
             if config.collections[doc.collection].type != "files" and (from_line or suffix_from):
                 from .retrieve.sessions import turn_window
 

@@ -74,6 +74,13 @@ class LineOutOfRange(TansakuError):
     exit_code = 1
 
 
+class PageOutOfRange(TansakuError):
+    """``get REF:page=N`` past the document's last page."""
+
+    code = "PAGE_OUT_OF_RANGE"
+    exit_code = 1
+
+
 class AmbiguousDocid(TansakuError):
     code = "DOCID_AMBIGUOUS"
 

@@ -89,6 +89,7 @@ class Hit:
     transcript: TranscriptHit | None = None  # transcript collections searched by --level
     # --fields: the document's front-matter fields, (name, value or tuple of values) as written.
     fields: tuple[tuple[str, Any], ...] | None = None
+    page: int | None = None  # a PDF's page where the snippet (or the matching chunk) starts
 
 
 @_deferred(frozen=True)

@@ -134,7 +134,11 @@ def register(commands: Any) -> None:
     get = commands.add_parser(
         "get", help="print a document (or part of it) by path, tansaku:// path or #docid"
     )
-    get.add_argument("ref", metavar="REF[:FROM[:COUNT]]")
+    get.add_argument(
+        "ref",
+        metavar="REF[:FROM[:COUNT]]",
+        help="a document, optionally from line FROM (COUNT lines); a PDF's page: REF:page=N",
+    )
     get.add_argument(
         "--from", type=positive_int, dest="from_line", metavar="LINE", help="first line (1-based)"
     )

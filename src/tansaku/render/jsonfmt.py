@@ -56,8 +56,8 @@ def _fields(obj: Any) -> dict[str, Any]:
 
 def _drop_missing_body(data: dict[str, Any]) -> dict[str, Any]:
     # Optional fields appear only when set: `body` with --full, `chunk_lines` for vector hits,
-    # `transcript` for hits in agent transcripts, `fields` with --fields.
-    for key in ("body", "chunk_lines", "transcript", "fields"):
+    # `transcript` for hits in agent transcripts, `fields` with --fields, `page` for hits in PDFs.
+    for key in ("body", "chunk_lines", "transcript", "fields", "page"):
         if data.get(key) is None:
             data.pop(key, None)
     return data

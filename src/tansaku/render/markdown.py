@@ -84,6 +84,8 @@ def _search(result: SearchResult, opts: RenderOptions) -> list[str]:
 def _hit(hit: Hit, opts: RenderOptions) -> list[str]:
     path = shown_path(hit, opts)
     meta = [code_span(path), show_docid(hit.docid), f"score {show_score(hit.score)}"]
+    if hit.page is not None:
+        meta.append(f"page {hit.page}")
     if hit.stale:
         meta.append("stale")
     blocks = [f"## {escape(hit.title) if hit.title else code_span(path)}", " · ".join(meta)]

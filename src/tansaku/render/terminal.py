@@ -104,7 +104,8 @@ def _hit_lines(hit: Hit, opts: RenderOptions) -> list[str]:
             paint(clean(shown_path(hit, opts)), "path", opts),
         ]
     )
-    lines = [header + (" [stale]" if hit.stale else "")]
+    page = f" page {hit.page}" if hit.page is not None else ""
+    lines = [header + page + (" [stale]" if hit.stale else "")]
     if hit.title:
         lines.append(INDENT + paint(clean(hit.title), "title", opts))
     if hit.transcript is not None:

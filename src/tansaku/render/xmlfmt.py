@@ -102,6 +102,7 @@ def _hit(hit: Hit) -> list[str]:
         stale=hit.stale,
         matched_terms=hit.matched_terms,
         total_terms=hit.total_terms,
+        page=hit.page,
     )
     children = [element("title", hit.title)]
     if hit.transcript is not None:

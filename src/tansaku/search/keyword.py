@@ -15,7 +15,8 @@ from ..store import documents as store
 from ..store.fields import DocumentFilter
 from ..text.cjk import has_cjk
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
-from .hits import make_hit
+from .hits import hit_page, make_hit
+from .pages import page_starts
 from .query import (
     ParsedQuery,
     Term,
@@ -306,6 +307,7 @@ def add_snippets(conn: Any, query: str, hits: Sequence[Hit]) -> list[Hit]:
     terms = highlight_terms(conn, query)
     docs = {(h.collection, h.path): store.document_at(conn, h.collection, h.path) for h in missing}
     texts = store.bodies(conn, [doc.hash for doc in docs.values() if doc is not None])
+    pages = page_starts(conn, [doc for doc in docs.values() if doc is not None])
     out = []
     for hit in hits:
         doc = docs.get((hit.collection, hit.path)) if not hit.snippet.lines else None
@@ -315,7 +317,8 @@ def add_snippets(conn: Any, query: str, hits: Sequence[Hit]) -> list[Hit]:
                 snippet = chunk_snippet(body, hit.chunk_lines[0], hit.chunk_lines[1], terms)
             else:
                 snippet = best_snippet(body, terms)
-            hit = replace(hit, snippet=snippet)
+            starts = pages.get(doc.hash, ())
+            hit = replace(hit, snippet=snippet, page=hit_page(starts, snippet, hit.chunk_lines))
         out.append(hit)
     return out
 
@@ -332,6 +335,7 @@ def _hits(
     docs = store.documents_by_ids(conn, [item.doc_id for item in scored])
     wanted = options.snippets or options.full
     texts = store.bodies(conn, [doc.hash for doc in docs.values()]) if wanted else {}
+    pages = page_starts(conn, docs.values())
     terms = parsed.highlight_terms  # the required terms: a stopword line is no better snippet
     hits: list[Hit] = []
     for item in scored:
@@ -348,6 +352,7 @@ def _hits(
                 full,
                 collections,
                 contexts,
+                pages,
                 matched_terms=math.floor(item.clauses),
                 total_terms=n_required,
             )

@@ -18,6 +18,7 @@ from ..store import documents as store
 from ..store import vectors as vec
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
 from .hits import make_hit
+from .pages import page_starts
 from .query import parse_query, required_terms
 from .snippets import chunk_snippet
 from .vector_cache import CollectionVectors, ModelVectors, VectorCache, collection_vectors
@@ -243,6 +244,7 @@ def _hits(
 ) -> list[Hit]:
     wanted = request.snippets or request.full
     texts = store.bodies(conn, [item.doc.hash for item in ranked]) if wanted else {}
+    pages = page_starts(conn, [item.doc for item in ranked])
     terms = required_terms(parse_query(request.query)).highlight_terms
     hits = []
     for item in ranked:
@@ -253,5 +255,7 @@ def _hits(
             snippet = Snippet(item.start_line, ())
         full = body if request.full else None
         lines = (item.start_line, item.end_line)
-        hits.append(make_hit(item.doc, item.score, snippet, full, collections, contexts, chunk_lines=lines))
+        hits.append(
+            make_hit(item.doc, item.score, snippet, full, collections, contexts, pages, chunk_lines=lines)
+        )
     return hits

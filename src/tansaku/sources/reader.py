@@ -37,7 +37,8 @@ _UNDERLINED = re.compile(
 #    page's upper-case tags do too (SIGHUP, CAP_NET_BIND_SERVICE, LANG).
 # 6: a Markdown file's front matter is stored as fields (fields/frontmatter.py, --where); TOML
 #    front matter (+++) gives the title.
-INDEXER_VERSION = 6
+# 7: HTML files are indexed as their extracted text, not their markup (sources/formats/).
+INDEXER_VERSION = 7
 TITLE_SEARCH_CHARS = 16_384
 # Only prose formats have headings; in code a "# comment" or a docstring closed by '"""' is not
 # a title, so code files are titled by their name.
@@ -52,6 +53,8 @@ class ReadDocument:
     title: str
     size: int
     repaired: bool
+    pages: tuple[int, ...] = ()  # first line of each page, for a PDF
+    notices: tuple[str, ...] = ()  # what its extraction left out (pages past the limit, ...)
 
 
 def content_hash(raw: bytes) -> str:

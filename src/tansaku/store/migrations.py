@@ -248,6 +248,26 @@ CREATE TABLE document_fields (
 CREATE INDEX document_fields_value ON document_fields (name, folded)
 """
 
+# Text extracted from PDF, HTML, Word and EPUB files (issue 27), cached by the file's content hash
+# and the extractor's version, so an unchanged file is never extracted twice, even after it left
+# the index for a while (moved out and back, a collection removed and added again, a new indexer
+# version). A failure is cached too (text NULL, failure = its reason), so a bad file costs one
+# try. Derived data: any row may be deleted. ``seen_at`` ages out rows no document uses.
+_V8 = """
+CREATE TABLE extractions (
+    hash TEXT NOT NULL,
+    extractor TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    body TEXT,
+    pages TEXT NOT NULL DEFAULT '[]',
+    notices TEXT NOT NULL DEFAULT '[]',
+    failure TEXT,
+    extracted_at TEXT NOT NULL,
+    seen_at TEXT NOT NULL,
+    PRIMARY KEY (hash, extractor)
+) WITHOUT ROWID
+"""
+
 Migration = Callable[[Any], None]
 
 
@@ -268,6 +288,7 @@ MIGRATIONS: list[Migration] = [
     _v5,
     _script(_V6),
     _script(_V7),
+    _script(_V8),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
