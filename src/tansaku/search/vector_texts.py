@@ -170,14 +170,34 @@ QUERY_UNREADABLE = "QUERY_UNREADABLE"
 
 def with_unreadable_warning(result: SearchResult, unreadable_share: float) -> SearchResult:
     """``result``, warned QUERY_UNREADABLE when the embedder cannot read most of the query (an
-    English model, a Chinese query): its nearest chunks are then noise, however they score."""
-    if unreadable_share <= 1.0 - MIN_READABLE:
-        return result
+    English model, a Chinese query): its nearest chunks are then noise, however they score; and
+    QUERY_TRUNCATED when the embedder read only the start of a long query (as keyword search
+    says when it searches only the first terms)."""
     from dataclasses import replace
 
-    notice = Notice(
-        QUERY_UNREADABLE,
-        f"the embedding model cannot read this query ({unreadable_share:.0%} {UNREADABLE_TOKENS}), so"
-        " vector search cannot answer it; use `search` (or `query`, which leaves such vectors out)",
-    )
-    return replace(result, warnings=(*result.warnings, notice))
+    from ..limits import MAX_MODEL_QUERY_CHARS, MAX_QUERY_TERMS
+    from .query import model_text
+
+    notices = []
+    read = model_text(result.query)
+    if read != result.query:
+        notices.append(
+            Notice(
+                "QUERY_TRUNCATED",
+                f"the embedding model read the first {len(read.split())} words ({len(read)} characters) of"
+                f" the query's {len(result.query.split())} (at most {MAX_QUERY_TERMS} words and"
+                f" {MAX_MODEL_QUERY_CHARS} characters per query)",
+            )
+        )
+    if unreadable_share > 1.0 - MIN_READABLE:
+        notices.append(
+            Notice(
+                QUERY_UNREADABLE,
+                f"the embedding model cannot read this query ({unreadable_share:.0%} {UNREADABLE_TOKENS}),"
+                " so vector search cannot answer it; use `search` (or `query`, which leaves such vectors"
+                " out)",
+            )
+        )
+    if not notices:
+        return result
+    return replace(result, warnings=(*result.warnings, *notices))
