@@ -5,7 +5,11 @@
   const box = $("q"), mode = $("mode"), level = $("level"), list = $("results"), status = $("status");
   const passage = $("passage"), home = passage.parentNode;
   const STEP = 20, TURNS_STEP = 3;
+  // How long typing must pause before a search is sent, by what a search costs: a keyword search
+  // takes milliseconds, a meaning search embeds the query, a best search may run three models.
+  const PAUSE_MS = { search: 50, vsearch: 150, query: 300 };
   let composing = false, timer = 0, selected = -1, results = [], serial = 0, opened = null;
+  let inflight = null; // the search being answered; a newer one aborts it, and the server stops it
   const kinds = {}; // collection name -> type (files, claude, codex), from /status
   const chosen = new Set(); // collection chips that are on; none on = the default collections
 
@@ -15,8 +19,8 @@
     if (token) h.Authorization = "Bearer " + token;
     return h;
   }
-  async function call(method, path, body) {
-    const reply = await fetch(path, { method, headers: headers(!!body), body: body && JSON.stringify(body) });
+  async function call(method, path, body, signal) {
+    const reply = await fetch(path, { method, headers: headers(!!body), body: body && JSON.stringify(body), signal });
     if (reply.status === 401) { $("token-box").hidden = false; }
     return { status: reply.status, data: await reply.json() };
   }
@@ -71,11 +75,22 @@
   async function run() {
     const query = box.value.trim();
     const mine = ++serial;
+    if (inflight) inflight.abort();
+    inflight = null;
     if (!query) { list.replaceChildren(); return; }
     const body = { query, n: 20, ...filters() };
     if (mode.value === "query") body.explain = true;
-    const { status: code, data } = await call("POST", "/" + mode.value, body);
+    const controller = (inflight = new AbortController());
+    let reply;
+    try {
+      reply = await call("POST", "/" + mode.value, body, controller.signal);
+    } catch (err) {
+      if (err.name !== "AbortError") showError({ message: "the tansaku server did not answer: is it running?" });
+      return;
+    }
     if (mine !== serial) return;
+    inflight = null;
+    const { status: code, data } = reply;
     if (code !== 200) { list.replaceChildren(); showError(data.error || {}); return; }
     const count = data.total ?? data.results.length;
     const took = data.took_ms == null ? "?" : Math.round(data.took_ms);
@@ -188,7 +203,7 @@
   }
   function schedule() {
     clearTimeout(timer);
-    if (!composing) timer = setTimeout(run, 120);
+    if (!composing) timer = setTimeout(run, PAUSE_MS[mode.value] || 150);
   }
   function toggle(button) {
     const on = button.getAttribute("aria-pressed") !== "true";
