@@ -10,6 +10,7 @@ import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,6 +69,23 @@ def test_ui_starts_the_daemon_opens_the_page_and_reuses_it(port: int, recorder):
     assert again.stdout.startswith(f"search page: {url}\n")
     assert f"already serving this index (pid {info['pid']}" in again.stdout
     assert _opened(seen, timeout=0.5) == [url]  # --no-open opened nothing more
+
+
+def _normalised(text: str, port: int, pid: int, log: str) -> str:
+    return text.replace(str(port), "PORT").replace(str(pid), "PID").replace(log, "LOG")
+
+
+def test_ui_output_formats(port: int, recorder, index_path: Path, snapshot: Any):
+    env, _ = recorder
+    started = tansaku("ui", "--port", str(port), "--json", env=env)
+    info = json.loads(started.stdout)
+    log = str(index_path.parent / "mcp-index.log")
+    reused = tansaku("ui", "--no-open", env=env)
+    shown = {
+        "started (json)": _normalised(started.stdout, port, info["pid"], log),
+        "running (cli)": _normalised(reused.stdout, port, info["pid"], log),
+    }
+    assert shown == snapshot
 
 
 def test_ui_without_a_browser_still_prints_the_address(port: int, tmp_path: Path):
