@@ -96,6 +96,30 @@ def test_ui_without_a_browser_still_prints_the_address(port: int, tmp_path: Path
     assert "open the address yourself" in result.stdout
 
 
+def test_ui_uses_a_foreground_server_of_this_index_and_refuses_another_index_s(
+    indexed: Path, tmp_path: Path, index_path: Path
+):
+    with http_server(tmp_path) as server:
+        port = server.url.rsplit(":", 1)[1]
+        used = tansaku("ui", "--port", port, "--no-open", "--json")
+        assert used.returncode == 0, used.stderr
+        info = json.loads(used.stdout)
+        assert info["pid"] == server.process.pid and info["started"] is False
+        assert "already serving this index there" in info["message"] and "foreground" in info["message"]
+        other = tansaku(
+            "ui",
+            "--port",
+            port,
+            "--no-open",
+            "--json",
+            env={"TANSAKU_INDEX_PATH": str(tmp_path / "other.sqlite")},
+        )
+        assert other.returncode == 4
+        error = json.loads(other.stderr)["error"]
+        assert error["code"] == "PORT_IN_USE" and str(index_path) in error["message"]
+    assert not (index_path.parent / "mcp-index.pid").exists()  # no daemon was started
+
+
 def test_ui_port_zero_is_refused(indexed: Path):
     result = tansaku("ui", "--port", "0", "--no-open")
     assert result.returncode == 2 and "fixed --port" in result.stderr
