@@ -84,6 +84,16 @@ def test_open_a_passage_and_page_through_it(server: Server, browser):
     page.keyboard.press("Enter")
     page.wait_for_selector("#passage-lines:has-text('6:')")
     assert "tansaku://sample/guides/backups.md" in page.inner_text("#passage-path")
+    # Opened in place, under its result; after new searches (one of nothing) it opens again.
+    assert page.locator("#results li.selected #passage").count() == 1
+    page.fill("#q", "")
+    page.wait_for_function("() => !document.querySelector('#results li')")
+    page.fill("#q", "compression")
+    page.wait_for_selector("#results li")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#passage-path:has-text('compression')")
+    assert page.is_visible("#passage-lines")
 
 
 def test_a_missing_model_shows_its_command(server: Server, browser):

@@ -77,7 +77,7 @@
     const mine = ++serial;
     if (inflight) inflight.abort();
     inflight = null;
-    if (!query) { list.replaceChildren(); return; }
+    if (!query) { show([]); status.replaceChildren(); return; }
     const body = { query, n: 20, ...filters() };
     if (mode.value === "query") body.explain = true;
     const controller = (inflight = new AbortController());
@@ -91,7 +91,7 @@
     if (mine !== serial) return;
     inflight = null;
     const { status: code, data } = reply;
-    if (code !== 200) { list.replaceChildren(); showError(data.error || {}); return; }
+    if (code !== 200) { show([]); showError(data.error || {}); return; }
     const count = data.total ?? data.results.length;
     const took = data.took_ms == null ? "?" : Math.round(data.took_ms);
     status.replaceChildren(`${count} result${count === 1 ? "" : "s"} in ${took} ms (${data.mode})`);
@@ -105,9 +105,14 @@
     if (t.session_title) bits.push(t.session_title);
     return bits.filter(Boolean).join(" · ");
   }
+  // The list's new items; an opened passage leaves the list first, so that it is never dropped.
+  function show(nodes) {
+    passage.hidden = true;
+    home.append(passage);
+    list.replaceChildren(...nodes);
+  }
   function render(items, query) {
     results = items; selected = -1;
-    passage.hidden = true; home.append(passage); // out of the list before the list is replaced
     const t = terms(query);
     const pattern = t.length ? new RegExp(t.join("|"), "giu") : null;
     const nodes = items.map((r, i) => {
@@ -133,7 +138,7 @@
       li.addEventListener("click", (e) => { if (!passage.contains(e.target)) open(i); });
       return li;
     });
-    list.replaceChildren(...nodes);
+    show(nodes);
   }
   async function open(i) {
     const r = results[i];
