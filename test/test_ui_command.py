@@ -131,6 +131,15 @@ def test_mcp_http_open_opens_the_page_of_a_foreground_server(indexed: Path, tmp_
         assert _opened(seen) == [server.url + "/"]
 
 
+def test_mcp_http_daemon_open_opens_the_page_once_the_daemon_answers(port: int, recorder):
+    env, seen = recorder
+    started = tansaku("mcp", "--http", "--daemon", "--port", str(port), "--open", "--json", env=env)
+    assert started.returncode == 0, started.stderr
+    info = json.loads(started.stdout)
+    assert info["opened"] is True and f"search page: http://127.0.0.1:{port}/" in info["message"]
+    assert _opened(seen) == [f"http://127.0.0.1:{port}/"]
+
+
 def test_open_needs_http(indexed: Path):
     result = tansaku("mcp", "--open")
     assert result.returncode == 2 and "--open needs --http" in result.stderr
