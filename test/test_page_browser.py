@@ -244,3 +244,20 @@ def test_the_status_bar_with_a_model_but_no_vectors_says_embed(
         page.wait_for_selector("#statusbar .model")
         assert page.inner_text("#statusbar [data-role=embed]") == "embed model ✓"
         assert "tansaku embed" in page.locator("#statusbar .gap code").all_inner_texts()
+
+
+def test_a_key_that_changes_nothing_sends_nothing_and_enter_searches_again(server: Server, browser):
+    page = browser.new_page()
+    sent = _bodies(page, "/search")
+    page.goto(server.url + "/")
+    page.keyboard.press("/")
+    page.keyboard.type("restore")
+    page.wait_for_selector("#results li")
+    page.wait_for_timeout(300)
+    before = len(sent)
+    page.keyboard.type(" ")  # the same query once trimmed
+    page.wait_for_timeout(400)
+    assert len(sent) == before
+    with page.expect_response(lambda r: r.url.endswith("/search")):
+        page.keyboard.press("Enter")
+    assert len(sent) == before + 1 and sent[-1]["query"] == "restore"

@@ -10,6 +10,7 @@
   const PAUSE_MS = { search: 50, vsearch: 150, query: 300 };
   let composing = false, timer = 0, selected = -1, results = [], serial = 0, opened = null;
   let inflight = null; // the search being answered; a newer one aborts it, and the server stops it
+  let lastSent = -Infinity, lastKey = ""; // when the last search was sent, and what it asked
   const kinds = {}; // collection name -> type (files, claude, codex), from /status
   const chosen = new Set(); // collection chips that are on; none on = the default collections
 
@@ -72,26 +73,32 @@
     if ($("until").value) body.until = $("until").value;
     return body;
   }
-  async function run() {
+  async function run(again) {
     const query = box.value.trim();
+    const body = { query, n: 20, ...filters() };
+    if (mode.value === "query") body.explain = true;
+    const key = mode.value + JSON.stringify(body);
+    if (key === lastKey && again !== true) return; // asked already (a key that changed nothing)
+    lastKey = query ? key : "";
     const mine = ++serial;
     if (inflight) inflight.abort();
     inflight = null;
     if (!query) { show([]); status.replaceChildren(); return; }
-    const body = { query, n: 20, ...filters() };
-    if (mode.value === "query") body.explain = true;
+    lastSent = performance.now();
     const controller = (inflight = new AbortController());
     let reply;
     try {
       reply = await call("POST", "/" + mode.value, body, controller.signal);
     } catch (err) {
-      if (err.name !== "AbortError") showError({ message: "the tansaku server did not answer: is it running?" });
+      if (err.name === "AbortError") return;
+      lastKey = ""; // asked again on the next key or Enter
+      showError({ message: "the tansaku server did not answer: is it running?" });
       return;
     }
     if (mine !== serial) return;
     inflight = null;
     const { status: code, data } = reply;
-    if (code !== 200) { show([]); showError(data.error || {}); return; }
+    if (code !== 200) { lastKey = ""; show([]); showError(data.error || {}); return; }
     const count = data.total ?? data.results.length;
     const took = data.took_ms == null ? "?" : Math.round(data.took_ms);
     status.replaceChildren(`${count} result${count === 1 ? "" : "s"} in ${took} ms (${data.mode})`);
@@ -208,7 +215,12 @@
   }
   function schedule() {
     clearTimeout(timer);
-    if (!composing) timer = setTimeout(run, PAUSE_MS[mode.value] || 150);
+    if (composing) return;
+    const pause = PAUSE_MS[mode.value] || 150;
+    // A keyword search is cheap: a key pressed after a pause searches at once, and keys that follow
+    // within the pause wait for it to end. The model modes always wait for the pause.
+    if (mode.value === "search" && performance.now() - lastSent >= pause) run();
+    else timer = setTimeout(run, pause);
   }
   function toggle(button) {
     const on = button.getAttribute("aria-pressed") !== "true";
@@ -265,7 +277,7 @@
     if (e.isComposing || composing) return; // Enter that confirms a candidate does not submit
     if (e.key === "ArrowDown") { e.preventDefault(); select(selected + 1); }
     else if (e.key === "ArrowUp") { e.preventDefault(); select(selected - 1); }
-    else if (e.key === "Enter") { e.preventDefault(); selected >= 0 ? open(selected) : run(); }
+    else if (e.key === "Enter") { e.preventDefault(); selected >= 0 ? open(selected) : run(true); }
   });
   document.addEventListener("keydown", (e) => {
     if (e.key === "/" && document.activeElement !== box) { e.preventDefault(); box.focus(); }
@@ -282,6 +294,6 @@
   $("close").addEventListener("click", () => { passage.hidden = true; });
   $("copy-path").addEventListener("click", () => navigator.clipboard.writeText(opened.ref));
   $("copy-get").addEventListener("click", () => navigator.clipboard.writeText(command()));
-  $("token").addEventListener("change", (e) => { sessionStorage.setItem("tansaku-token", e.target.value); loadStatus(); run(); });
+  $("token").addEventListener("change", (e) => { sessionStorage.setItem("tansaku-token", e.target.value); loadStatus(); run(true); });
   loadStatus();
 })();
