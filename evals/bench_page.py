@@ -14,8 +14,10 @@ results, measured in a real headless Chromium with the Performance API.
    the box is given all but its last character without an input event, then the last character is
    typed as a real key press. A listener marks ``performance.mark`` at that key's input event; the
    page's own ``tansaku:painted`` event (fired in the requestAnimationFrame after the results are
-   in the DOM) ends a ``performance.measure``. So each figure holds the page's debounce, the
-   request, the server's search, JSON parsing and rendering: what a person waits for. The
+   in the DOM) ends a ``performance.measure``. So each figure holds the page's wait before it
+   searches, the request, the server's search, JSON parsing and rendering: what a person waits
+   for. The key comes after a pause (the box was cleared 250 ms before), so in keyword mode the
+   page searches at once; a key typed within 50 ms of the previous search waits up to 50 ms more. The
    request's own time (Resource Timing: sent to last byte) and the server's `took_ms` are
    reported beside it, so the rest is the page's pause before searching, parsing and painting.
 5. Three warm-up queries, then ``--queries`` measured ones (English titles and Chinese words of
