@@ -261,3 +261,17 @@ def test_a_key_that_changes_nothing_sends_nothing_and_enter_searches_again(serve
     with page.expect_response(lambda r: r.url.endswith("/search")):
         page.keyboard.press("Enter")
     assert len(sent) == before + 1 and sent[-1]["query"] == "restore"
+
+
+def test_without_an_index_the_status_bar_says_how_to_make_one(tmp_path: Path, browser):
+    with http_server(tmp_path) as running:
+        page = browser.new_page()
+        page.goto(running.url + "/")
+        page.wait_for_selector("#statusbar .gap")
+        assert "0 documents in 0 collections" in page.inner_text("#statusbar")
+        assert "tansaku collection add PATH" in page.locator("#statusbar .gap code").all_inner_texts()
+        page.fill("#q", "restore")
+        page.wait_for_selector("#status .error")
+        # An error with its command, never "0 results".
+        assert page.locator("#results li").count() == 0 and "results" not in page.inner_text("#status")
+        assert "tansaku collection add PATH" in page.inner_text("#status")
