@@ -84,6 +84,16 @@ def test_open_a_passage_and_page_through_it(server: Server, browser):
     page.keyboard.press("Enter")
     page.wait_for_selector("#passage-lines:has-text('6:')")
     assert "tansaku://sample/guides/backups.md" in page.inner_text("#passage-path")
+    # Opened in place, under its result; after new searches (one of nothing) it opens again.
+    assert page.locator("#results li.selected #passage").count() == 1
+    page.fill("#q", "")
+    page.wait_for_function("() => !document.querySelector('#results li')")
+    page.fill("#q", "compression")
+    page.wait_for_selector("#results li")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#passage-path:has-text('compression')")
+    assert page.is_visible("#passage-lines")
 
 
 def test_a_missing_model_shows_its_command(server: Server, browser):
@@ -234,3 +244,34 @@ def test_the_status_bar_with_a_model_but_no_vectors_says_embed(
         page.wait_for_selector("#statusbar .model")
         assert page.inner_text("#statusbar [data-role=embed]") == "embed model ✓"
         assert "tansaku embed" in page.locator("#statusbar .gap code").all_inner_texts()
+
+
+def test_a_key_that_changes_nothing_sends_nothing_and_enter_searches_again(server: Server, browser):
+    page = browser.new_page()
+    sent = _bodies(page, "/search")
+    page.goto(server.url + "/")
+    page.keyboard.press("/")
+    page.keyboard.type("restore")
+    page.wait_for_selector("#results li")
+    page.wait_for_timeout(300)
+    before = len(sent)
+    page.keyboard.type(" ")  # the same query once trimmed
+    page.wait_for_timeout(400)
+    assert len(sent) == before
+    with page.expect_response(lambda r: r.url.endswith("/search")):
+        page.keyboard.press("Enter")
+    assert len(sent) == before + 1 and sent[-1]["query"] == "restore"
+
+
+def test_without_an_index_the_status_bar_says_how_to_make_one(tmp_path: Path, browser):
+    with http_server(tmp_path) as running:
+        page = browser.new_page()
+        page.goto(running.url + "/")
+        page.wait_for_selector("#statusbar .gap")
+        assert "0 documents in 0 collections" in page.inner_text("#statusbar")
+        assert "tansaku collection add PATH" in page.locator("#statusbar .gap code").all_inner_texts()
+        page.fill("#q", "restore")
+        page.wait_for_selector("#status .error")
+        # An error with its command, never "0 results".
+        assert page.locator("#results li").count() == 0 and "results" not in page.inner_text("#status")
+        assert "tansaku collection add PATH" in page.inner_text("#status")

@@ -90,6 +90,10 @@ def test_models_says_which_files_are_present_and_what_brings_the_rest(server: Se
         assert "/" not in model["file_name"]
 
 
+def test_models_format(server: Server, snapshot: Any):
+    assert server.get("/models").json() == snapshot
+
+
 def test_models_with_a_local_file(agents: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     present = tmp_path / "embed.gguf"
     present.write_bytes(b"GGUF")

@@ -10,6 +10,7 @@ import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,12 +71,53 @@ def test_ui_starts_the_daemon_opens_the_page_and_reuses_it(port: int, recorder):
     assert _opened(seen, timeout=0.5) == [url]  # --no-open opened nothing more
 
 
+def _normalised(text: str, port: int, pid: int, log: str) -> str:
+    return text.replace(str(port), "PORT").replace(str(pid), "PID").replace(log, "LOG")
+
+
+def test_ui_output_formats(port: int, recorder, index_path: Path, snapshot: Any):
+    env, _ = recorder
+    started = tansaku("ui", "--port", str(port), "--json", env=env)
+    info = json.loads(started.stdout)
+    log = str(index_path.parent / "mcp-index.log")
+    reused = tansaku("ui", "--no-open", env=env)
+    shown = {
+        "started (json)": _normalised(started.stdout, port, info["pid"], log),
+        "running (cli)": _normalised(reused.stdout, port, info["pid"], log),
+    }
+    assert shown == snapshot
+
+
 def test_ui_without_a_browser_still_prints_the_address(port: int, tmp_path: Path):
     env = {"BROWSER": str(tmp_path / "no-such-browser"), "DISPLAY": "", "WAYLAND_DISPLAY": "", "TERM": ""}
     result = tansaku("ui", "--port", str(port), env=env)
     assert result.returncode == 0, result.stderr
     assert f"search page: http://127.0.0.1:{port}/" in result.stdout
     assert "open the address yourself" in result.stdout
+
+
+def test_ui_uses_a_foreground_server_of_this_index_and_refuses_another_index_s(
+    indexed: Path, tmp_path: Path, index_path: Path
+):
+    with http_server(tmp_path) as server:
+        port = server.url.rsplit(":", 1)[1]
+        used = tansaku("ui", "--port", port, "--no-open", "--json")
+        assert used.returncode == 0, used.stderr
+        info = json.loads(used.stdout)
+        assert info["pid"] == server.process.pid and info["started"] is False
+        assert "already serving this index there" in info["message"] and "foreground" in info["message"]
+        other = tansaku(
+            "ui",
+            "--port",
+            port,
+            "--no-open",
+            "--json",
+            env={"TANSAKU_INDEX_PATH": str(tmp_path / "other.sqlite")},
+        )
+        assert other.returncode == 4
+        error = json.loads(other.stderr)["error"]
+        assert error["code"] == "PORT_IN_USE" and str(index_path) in error["message"]
+    assert not (index_path.parent / "mcp-index.pid").exists()  # no daemon was started
 
 
 def test_ui_port_zero_is_refused(indexed: Path):
@@ -87,6 +129,15 @@ def test_mcp_http_open_opens_the_page_of_a_foreground_server(indexed: Path, tmp_
     env, seen = recorder
     with http_server(tmp_path, "--open", env=env) as server:
         assert _opened(seen) == [server.url + "/"]
+
+
+def test_mcp_http_daemon_open_opens_the_page_once_the_daemon_answers(port: int, recorder):
+    env, seen = recorder
+    started = tansaku("mcp", "--http", "--daemon", "--port", str(port), "--open", "--json", env=env)
+    assert started.returncode == 0, started.stderr
+    info = json.loads(started.stdout)
+    assert info["opened"] is True and f"search page: http://127.0.0.1:{port}/" in info["message"]
+    assert _opened(seen) == [f"http://127.0.0.1:{port}/"]
 
 
 def test_open_needs_http(indexed: Path):

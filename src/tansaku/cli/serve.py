@@ -209,7 +209,7 @@ def _ui(args: argparse.Namespace, out: Output) -> int:
 
     index = getattr(args, "index", None)
     stop = "tansaku mcp stop" + (f" --index {index}" if index else "")
-    running = daemon.running(index)
+    running, found = daemon.running(index), None
     if running is not None:
         pid, base = running["pid"], str(running.get("url"))
         how = f"the tansaku daemon already serving this index (pid {pid}; stop: `{stop}`)"
@@ -217,13 +217,37 @@ def _ui(args: argparse.Namespace, out: Output) -> int:
         settings = check_settings(
             Settings(DEFAULT_HOST, args.port, mode="daemon", deadline_s=DEFAULT_REQUEST_TIMEOUT_S)
         )
-        info = daemon.start(index, _daemon_argv(settings, index), settings.url, settings.token)
-        pid, base = info.pid, str(info.url)
-        how = f"started the tansaku daemon (pid {pid}; log: {info.log_file}; stop: `{stop}`)"
+        found = _server_on_port(settings, index)
+        if found is not None:
+            pid, base = found.pid, settings.url
+            how = f"the tansaku server already serving this index there (pid {pid}, {found.mode})"
+        else:
+            info = daemon.start(index, _daemon_argv(settings, index), settings.url, settings.token)
+            pid, base = info.pid, str(info.url)
+            how = f"started the tansaku daemon (pid {pid}; log: {info.log_file}; stop: `{stop}`)"
     url = f"{base}/"
     opened = _open(url, not args.no_open)
     lines = [f"search page: {url}", f"  {how}"] + ([] if opened is None else [_opened_line(opened)])
-    out.render(
-        {"url": url, "pid": pid, "started": running is None, "opened": opened, "message": "\n".join(lines)}
-    )
+    started = running is None and found is None
+    out.render({"url": url, "pid": pid, "started": started, "opened": opened, "message": "\n".join(lines)})
     return 0
+
+
+def _server_on_port(settings: Any, index: str | None) -> Any:
+    """A tansaku server (say one in the foreground) already on the port: used when it serves this
+    index; one serving another index is a clear error, not a daemon that fails to bind."""
+    from ..paths import locations
+    from ..serve.http import PortInUse
+    from ..serve.locate import tansaku_at
+
+    found = tansaku_at(settings.url, settings.token)
+    if found is None:
+        return None
+    if found.index == str(locations(index).index_file):
+        return found
+    raise PortInUse(
+        f"port {settings.port} is taken by the tansaku server of another index"
+        f" ({found.index}, pid {found.pid})",
+        hint="choose another --port for this index's page",
+        port=settings.port,
+    )

@@ -5,7 +5,12 @@
   const box = $("q"), mode = $("mode"), level = $("level"), list = $("results"), status = $("status");
   const passage = $("passage"), home = passage.parentNode;
   const STEP = 20, TURNS_STEP = 3;
+  // How long typing must pause before a search is sent, by what a search costs: a keyword search
+  // takes milliseconds, a meaning search embeds the query, a best search may run three models.
+  const PAUSE_MS = { search: 50, vsearch: 150, query: 300 };
   let composing = false, timer = 0, selected = -1, results = [], serial = 0, opened = null;
+  let inflight = null; // the search being answered; a newer one aborts it, and the server stops it
+  let lastSent = -Infinity, lastKey = ""; // when the last search was sent, and what it asked
   const kinds = {}; // collection name -> type (files, claude, codex), from /status
   const chosen = new Set(); // collection chips that are on; none on = the default collections
 
@@ -15,8 +20,8 @@
     if (token) h.Authorization = "Bearer " + token;
     return h;
   }
-  async function call(method, path, body) {
-    const reply = await fetch(path, { method, headers: headers(!!body), body: body && JSON.stringify(body) });
+  async function call(method, path, body, signal) {
+    const reply = await fetch(path, { method, headers: headers(!!body), body: body && JSON.stringify(body), signal });
     if (reply.status === 401) { $("token-box").hidden = false; }
     return { status: reply.status, data: await reply.json() };
   }
@@ -68,15 +73,32 @@
     if ($("until").value) body.until = $("until").value;
     return body;
   }
-  async function run() {
+  async function run(again) {
     const query = box.value.trim();
-    const mine = ++serial;
-    if (!query) { list.replaceChildren(); return; }
     const body = { query, n: 20, ...filters() };
     if (mode.value === "query") body.explain = true;
-    const { status: code, data } = await call("POST", "/" + mode.value, body);
+    const key = mode.value + JSON.stringify(body);
+    if (key === lastKey && again !== true) return; // asked already (a key that changed nothing)
+    lastKey = query ? key : "";
+    const mine = ++serial;
+    if (inflight) inflight.abort();
+    inflight = null;
+    if (!query) { show([]); status.replaceChildren(); return; }
+    lastSent = performance.now();
+    const controller = (inflight = new AbortController());
+    let reply;
+    try {
+      reply = await call("POST", "/" + mode.value, body, controller.signal);
+    } catch (err) {
+      if (err.name === "AbortError") return;
+      lastKey = ""; // asked again on the next key or Enter
+      showError({ message: "the tansaku server did not answer: is it running?" });
+      return;
+    }
     if (mine !== serial) return;
-    if (code !== 200) { list.replaceChildren(); showError(data.error || {}); return; }
+    inflight = null;
+    const { status: code, data } = reply;
+    if (code !== 200) { lastKey = ""; show([]); showError(data.error || {}); return; }
     const count = data.total ?? data.results.length;
     const took = data.took_ms == null ? "?" : Math.round(data.took_ms);
     status.replaceChildren(`${count} result${count === 1 ? "" : "s"} in ${took} ms (${data.mode})`);
@@ -90,9 +112,14 @@
     if (t.session_title) bits.push(t.session_title);
     return bits.filter(Boolean).join(" · ");
   }
+  // The list's new items; an opened passage leaves the list first, so that it is never dropped.
+  function show(nodes) {
+    passage.hidden = true;
+    home.append(passage);
+    list.replaceChildren(...nodes);
+  }
   function render(items, query) {
     results = items; selected = -1;
-    passage.hidden = true; home.append(passage); // out of the list before the list is replaced
     const t = terms(query);
     const pattern = t.length ? new RegExp(t.join("|"), "giu") : null;
     const nodes = items.map((r, i) => {
@@ -118,7 +145,7 @@
       li.addEventListener("click", (e) => { if (!passage.contains(e.target)) open(i); });
       return li;
     });
-    list.replaceChildren(...nodes);
+    show(nodes);
   }
   async function open(i) {
     const r = results[i];
@@ -188,7 +215,12 @@
   }
   function schedule() {
     clearTimeout(timer);
-    if (!composing) timer = setTimeout(run, 120);
+    if (composing) return;
+    const pause = PAUSE_MS[mode.value] || 150;
+    // A keyword search is cheap: a key pressed after a pause searches at once, and keys that follow
+    // within the pause wait for it to end. The model modes always wait for the pause.
+    if (mode.value === "search" && performance.now() - lastSent >= pause) run();
+    else timer = setTimeout(run, pause);
   }
   function toggle(button) {
     const on = button.getAttribute("aria-pressed") !== "true";
@@ -245,7 +277,7 @@
     if (e.isComposing || composing) return; // Enter that confirms a candidate does not submit
     if (e.key === "ArrowDown") { e.preventDefault(); select(selected + 1); }
     else if (e.key === "ArrowUp") { e.preventDefault(); select(selected - 1); }
-    else if (e.key === "Enter") { e.preventDefault(); selected >= 0 ? open(selected) : run(); }
+    else if (e.key === "Enter") { e.preventDefault(); selected >= 0 ? open(selected) : run(true); }
   });
   document.addEventListener("keydown", (e) => {
     if (e.key === "/" && document.activeElement !== box) { e.preventDefault(); box.focus(); }
@@ -262,6 +294,6 @@
   $("close").addEventListener("click", () => { passage.hidden = true; });
   $("copy-path").addEventListener("click", () => navigator.clipboard.writeText(opened.ref));
   $("copy-get").addEventListener("click", () => navigator.clipboard.writeText(command()));
-  $("token").addEventListener("change", (e) => { sessionStorage.setItem("tansaku-token", e.target.value); loadStatus(); run(); });
+  $("token").addEventListener("change", (e) => { sessionStorage.setItem("tansaku-token", e.target.value); loadStatus(); run(true); });
   loadStatus();
 })();
