@@ -255,3 +255,20 @@ def test_an_eval_run_records_an_endpoint_model_by_its_reference(remote_embed: st
     record = _models_record(Tansaku(), ["vsearch"])
     base = remote_embed.split("#")[0]
     assert record == {"embed": {"reference": remote_embed, "endpoint": base}}
+
+
+def test_a_text_the_server_refuses_costs_that_chunk_only(
+    cli: Callable, indexed: Path, remote_embed: str, server: ScriptedServer
+):
+    (indexed / "huge.md").write_text("# Huge\n\nUNEMBEDDABLE text the server refuses.\n", encoding="utf-8")
+    assert cli("update").exit_code == 0
+    server.too_long = "UNEMBEDDABLE"
+    result = cli("embed", "--json")
+    assert result.exit_code == 4, result.stderr
+    sample = result.json()["collections"][0]
+    assert sample["failed"] == [
+        "huge.md#0: HttpStatus: "
+        f"http://127.0.0.1:{server.port}/v1/embeddings answered HTTP 400:"
+        ' {"error": {"message": "the input is longer than the context", "code": "context_length_exceeded"}}'
+    ]
+    assert sample["embedded"] == sample["pending"] - 1

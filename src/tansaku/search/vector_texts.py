@@ -92,7 +92,7 @@ def search_texts(
     embedder = embedder_for(
         ref, config_path, threads=resolve_threads(config_path).query, verbose=request.verbose
     )
-    if ref.endpoint is not None:
+    if ref.endpoint is not None and identity.dims:
         # The index's vectors of this model have these dimensions: a server now answering with
         # others serves another model under the same name (ENDPOINT_DIMENSIONS, not a bad match).
         embedder.expect_dims(identity.dims or 0)

@@ -94,8 +94,13 @@ class RemoteEmbedder:
         if len(groups) <= 1 or self.concurrency == 1:
             answers = [self._request(group) for group in groups]
         else:
-            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(groups))) as pool:
+            pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(groups)))
+            try:
                 answers = list(pool.map(self._request, groups))
+            finally:
+                # On Ctrl-C or a failed request, requests not yet sent are dropped rather than
+                # waited for (those in flight end by their timeout).
+                pool.shutdown(wait=False, cancel_futures=True)
         return [vector for answer in answers for vector in answer]
 
     def _request(self, texts: list[str]) -> list[list[float]]:
