@@ -272,3 +272,21 @@ def test_a_text_the_server_refuses_costs_that_chunk_only(
         ' {"error": {"message": "the input is longer than the context", "code": "context_length_exceeded"}}'
     ]
     assert sample["embedded"] == sample["pending"] - 1
+
+
+def test_the_key_comes_from_the_variable_the_config_names_else_tansaku_api_key(
+    cli: Callable, indexed: Path, config_path: Path, server: ScriptedServer, monkeypatch
+):
+    path = registry.user_models_path(config_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f'[models]\nembed = "{server.url()}"\nembed_api_key_env = "GPU_BOX_KEY"\n', encoding="utf-8"
+    )
+    monkeypatch.setenv("TANSAKU_API_KEY", "sk-everyone")
+    monkeypatch.setenv("GPU_BOX_KEY", "sk-embed-only")
+    assert cli("embed").exit_code == 0
+    assert {r.headers.get("Authorization") for r in server.log} == {"Bearer sk-embed-only"}
+    assert "sk-embed-only" not in path.read_text(encoding="utf-8")
+    monkeypatch.delenv("GPU_BOX_KEY")
+    assert cli("doctor", "--json").exit_code in (0, 4)
+    assert server.log[-1].headers.get("Authorization") == "Bearer sk-everyone"
