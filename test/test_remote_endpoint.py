@@ -194,3 +194,12 @@ def test_an_answer_with_too_few_vectors_is_a_bad_response(server: ScriptedServer
         embedder(server).embed(["a", "b"])
     assert caught.value.code == "ENDPOINT_BAD_RESPONSE"
     assert "1 vectors for 2 texts" in caught.value.message
+
+
+def test_the_time_waited_is_wall_time_not_summed_over_concurrent_requests(server: ScriptedServer):
+    server.then(Script(pause=0.6), Script(pause=0.6))
+    remote = RemoteEmbedder(Client(parse_endpoint(server.url()), None, timeout=5), batch=1, concurrency=2)
+    started = time.monotonic()
+    remote.embed(["a", "b"])
+    wall = time.monotonic() - started
+    assert 0.6 <= remote.client.tally.seconds <= wall < 1.1
