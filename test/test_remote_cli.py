@@ -290,3 +290,15 @@ def test_the_key_comes_from_the_variable_the_config_names_else_tansaku_api_key(
     monkeypatch.delenv("GPU_BOX_KEY")
     assert cli("doctor", "--json").exit_code in (0, 4)
     assert server.log[-1].headers.get("Authorization") == "Bearer sk-everyone"
+
+
+@pytest.mark.usefixtures("indexed")
+def test_the_mcp_instructions_name_a_served_model_without_asking_it(
+    remote_embed: str, server: ScriptedServer
+):
+    from tansaku.api import Tansaku
+    from tansaku.serve.summary import instructions
+
+    text = instructions(Tansaku())
+    assert "embed remote (fake-embed at 127.0.0.1)" in text
+    assert server.log == []
