@@ -143,7 +143,11 @@ def test_vectors_of_new_dimensions_at_query_time_are_endpoint_dimensions(
     result = cli("vsearch", "snapshot", "--json")
     assert result.exit_code == 3
     assert result.error()["code"] == "ENDPOINT_DIMENSIONS"
-    assert "12-dimension vectors" in result.error()["message"]
+    assert (
+        "answers 12-dimension vectors for 'fake-embed', but the index holds that model's vectors at 8"
+        in (result.error()["message"])
+    )
+    assert "tansaku embed" in result.error()["hint"]
 
 
 def test_embed_stops_with_the_endpoints_error(
@@ -302,3 +306,26 @@ def test_the_mcp_instructions_name_a_served_model_without_asking_it(
     text = instructions(Tansaku())
     assert "embed remote (fake-embed at 127.0.0.1)" in text
     assert server.log == []
+
+
+def test_a_model_embedded_again_at_new_dimensions_is_searched_at_those(
+    cli: Callable, indexed: Path, remote_embed: str, server: ScriptedServer
+):
+    assert cli("embed").exit_code == 0
+    server.dims = 12  # the server's model changed under the same name; embed redoes the vectors
+    again = cli("embed", "--json")
+    assert again.exit_code == 0 and again.json()["dims"] == 12
+    status = cli("status").stdout
+    assert "an endpoint on this machine, 12 dims" in status
+    found = cli("vsearch", "snapshot", "--json")
+    assert found.exit_code == 0, found.stderr
+    row = cli("status", "--json").json()["collections"][0]
+    assert row["vectors"] == row["chunks"] and row["stale_vectors"] == 0
+    # And back: the first model's vectors are still there, and are the ones searched again.
+    server.dims = 8
+    assert cli("embed", "--json").json()["collections"][0]["embedded"] == 0
+    back = cli("vsearch", "snapshot", "--json")
+    assert back.exit_code == 0, back.stderr
+    assert len(server.posts("/v1/embeddings")[-1].body["input"]) == 1
+    doctor = {c["check"]: c for c in cli("doctor", "--json").json()}
+    assert doctor["model.embed"]["status"] == "ok", doctor["model.embed"]
