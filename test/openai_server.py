@@ -61,6 +61,8 @@ class ScriptedServer:
         self.model, self.dims = model, dims
         self.log: list[Logged] = []
         self.queue: list[Script] = []
+        # A request with a text containing this is refused as too long (HTTP 400).
+        self.too_long: str | None = None
         # Answers of other routes, by path: body -> (status, payload).
         self.routes: dict[str, Callable[[Any], tuple[int, Any]]] = {}
         self._lock = threading.Lock()
@@ -135,6 +137,9 @@ class ScriptedServer:
                 return 404, {"error": error}
             texts = body.get("input")
             texts = [texts] if isinstance(texts, str) else texts
+            if self.too_long and any(self.too_long in t for t in texts):
+                error = {"message": "the input is longer than the context", "code": "context_length_exceeded"}
+                return 400, {"error": error}
             data = [
                 {"object": "embedding", "index": i, "embedding": fake_vector(t, dims)}
                 for i, t in enumerate(texts)

@@ -143,7 +143,11 @@ def test_vectors_of_new_dimensions_at_query_time_are_endpoint_dimensions(
     result = cli("vsearch", "snapshot", "--json")
     assert result.exit_code == 3
     assert result.error()["code"] == "ENDPOINT_DIMENSIONS"
-    assert "12-dimension vectors" in result.error()["message"]
+    assert (
+        "answers 12-dimension vectors for 'fake-embed', but the index holds that model's vectors at 8"
+        in (result.error()["message"])
+    )
+    assert "tansaku embed" in result.error()["hint"]
 
 
 def test_embed_stops_with_the_endpoints_error(
@@ -255,3 +259,73 @@ def test_an_eval_run_records_an_endpoint_model_by_its_reference(remote_embed: st
     record = _models_record(Tansaku(), ["vsearch"])
     base = remote_embed.split("#")[0]
     assert record == {"embed": {"reference": remote_embed, "endpoint": base}}
+
+
+def test_a_text_the_server_refuses_costs_that_chunk_only(
+    cli: Callable, indexed: Path, remote_embed: str, server: ScriptedServer
+):
+    (indexed / "huge.md").write_text("# Huge\n\nUNEMBEDDABLE text the server refuses.\n", encoding="utf-8")
+    assert cli("update").exit_code == 0
+    server.too_long = "UNEMBEDDABLE"
+    result = cli("embed", "--json")
+    assert result.exit_code == 4, result.stderr
+    sample = result.json()["collections"][0]
+    assert sample["failed"] == [
+        "huge.md#0: HttpStatus: "
+        f"http://127.0.0.1:{server.port}/v1/embeddings answered HTTP 400:"
+        ' {"error": {"message": "the input is longer than the context", "code": "context_length_exceeded"}}'
+    ]
+    assert sample["embedded"] == sample["pending"] - 1
+
+
+def test_the_key_comes_from_the_variable_the_config_names_else_tansaku_api_key(
+    cli: Callable, indexed: Path, config_path: Path, server: ScriptedServer, monkeypatch
+):
+    path = registry.user_models_path(config_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f'[models]\nembed = "{server.url()}"\nembed_api_key_env = "GPU_BOX_KEY"\n', encoding="utf-8"
+    )
+    monkeypatch.setenv("TANSAKU_API_KEY", "sk-everyone")
+    monkeypatch.setenv("GPU_BOX_KEY", "sk-embed-only")
+    assert cli("embed").exit_code == 0
+    assert {r.headers.get("Authorization") for r in server.log} == {"Bearer sk-embed-only"}
+    assert "sk-embed-only" not in path.read_text(encoding="utf-8")
+    monkeypatch.delenv("GPU_BOX_KEY")
+    assert cli("doctor", "--json").exit_code in (0, 4)
+    assert server.log[-1].headers.get("Authorization") == "Bearer sk-everyone"
+
+
+@pytest.mark.usefixtures("indexed")
+def test_the_mcp_instructions_name_a_served_model_without_asking_it(
+    remote_embed: str, server: ScriptedServer
+):
+    from tansaku.api import Tansaku
+    from tansaku.serve.summary import instructions
+
+    text = instructions(Tansaku())
+    assert "embed remote (fake-embed at 127.0.0.1)" in text
+    assert server.log == []
+
+
+def test_a_model_embedded_again_at_new_dimensions_is_searched_at_those(
+    cli: Callable, indexed: Path, remote_embed: str, server: ScriptedServer
+):
+    assert cli("embed").exit_code == 0
+    server.dims = 12  # the server's model changed under the same name; embed redoes the vectors
+    again = cli("embed", "--json")
+    assert again.exit_code == 0 and again.json()["dims"] == 12
+    status = cli("status").stdout
+    assert "an endpoint on this machine, 12 dims" in status
+    found = cli("vsearch", "snapshot", "--json")
+    assert found.exit_code == 0, found.stderr
+    row = cli("status", "--json").json()["collections"][0]
+    assert row["vectors"] == row["chunks"] and row["stale_vectors"] == 0
+    # And back: the first model's vectors are still there, and are the ones searched again.
+    server.dims = 8
+    assert cli("embed", "--json").json()["collections"][0]["embedded"] == 0
+    back = cli("vsearch", "snapshot", "--json")
+    assert back.exit_code == 0, back.stderr
+    assert len(server.posts("/v1/embeddings")[-1].body["input"]) == 1
+    doctor = {c["check"]: c for c in cli("doctor", "--json").json()}
+    assert doctor["model.embed"]["status"] == "ok", doctor["model.embed"]

@@ -3,7 +3,8 @@
 Choices are the person's, for every index (the user-wide models file), unless `--this-index`
 keeps one to the current index (its config); `models list` says which applies.
 
-`pull` is the only command in tansaku that uses the network. The registry is imported by the
+`pull` is the only command in tansaku that uses the network of its own accord (a role pointed at
+a model server is asked when a command uses that role). The registry is imported by the
 handlers, not here: every command pays for what this module imports when the parser is built.
 """
 

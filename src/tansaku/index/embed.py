@@ -96,10 +96,15 @@ def remote_identity(endpoint: Any, dims: int, prompt: PromptFormat) -> ModelIden
     return ModelIdentity(endpoint.reference, endpoint.identity(dims), 0, 0, prompt, dims)
 
 
+def remote_records(known: Sequence[vec.EmbedModelRecord], endpoint: Any) -> list[vec.EmbedModelRecord]:
+    """The records of vectors from ``endpoint``'s model, at every dimension count it had, on any
+    host, the one embed registered last at the end: no request needed."""
+    return [k for k in known if k.model_sha256 == endpoint.identity(k.dims)]
+
+
 def known_remote(known: Sequence[vec.EmbedModelRecord], endpoint: Any) -> vec.EmbedModelRecord | None:
-    """The latest record of vectors from ``endpoint``'s model (at whatever dimensions it had), on
-    any host: no request needed."""
-    mine = [k for k in known if k.model_sha256 == endpoint.identity(k.dims)]
+    """The record embed registered last for ``endpoint``'s model (what `status` shows)."""
+    mine = remote_records(known, endpoint)
     return mine[-1] if mine else None
 
 

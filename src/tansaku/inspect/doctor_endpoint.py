@@ -42,11 +42,12 @@ def endpoint_check(ref: Any, config_path: Path, index_path: Path) -> DoctorCheck
     detail = f"{ref.role}: {where} answers, {dims} dims"
     if not consented(endpoint, config_path):
         detail += "; the first `embed` asks before sending chunk text to this other machine (--yes)"
-    stored = _stored_dims(endpoint, index_path)
-    if stored is not None and stored != dims:
+    held = _held_dims(endpoint, index_path)
+    if held and dims not in held:
+        shown = " or ".join(str(d) for d in held)
         return check(
             label, FAIL,
-            f"{detail}, but the index's vectors of this model have {stored}: the server's model changed",
+            f"{detail}, but the index's vectors of this model have {shown}: the server's model changed",
             "tansaku embed",
         )  # fmt: skip
     return check(label, OK if endpoint.loopback or consented(endpoint, config_path) else WARN, detail)
@@ -58,17 +59,17 @@ def _endpoint_dims(client: Any) -> int:
     return RemoteEmbedder(client, concurrency=1).dims
 
 
-def _stored_dims(endpoint: Any, index_path: Path) -> int | None:
+def _held_dims(endpoint: Any, index_path: Path) -> list[int]:
+    """The dimensions at which the index holds vectors of the endpoint's model (none: not embedded)."""
     if not index_path.exists():
-        return None
+        return []
     try:
         with db.reading(index_path) as conn:
             if not db.has_table(conn, "embed_models"):
-                return None
-            from ..index.embed import known_remote
+                return []
+            from ..index.embed import remote_records
             from ..store.vectors import models
 
-            record = known_remote(models(conn), endpoint)
+            return sorted({record.dims for record in remote_records(models(conn), endpoint)})
     except TansakuError:
-        return None
-    return None if record is None else record.dims
+        return []

@@ -70,10 +70,18 @@ def search_texts(
     prompt = prompt_format_of(ref, config_path)
     vec.load_extension(conn)
     db.read_snapshot(conn)  # one snapshot for the counts and the search
+    embedder: Any = None
+    vectors: list[list[float]] = []
+    embed_seconds = 0.0
+    queries = [prompt.query(model_text(text)) for text in texts]
     if ref.endpoint is None:
         identity = model_identity(conn, str(ref.local_path), prompt)
     else:
-        identity = _remote_identity(conn, ref, prompt)
+        # The server's dimensions today say which of the model's vectors to search: asked with
+        # the queries themselves, once the index is known to hold some.
+        embedding_started = time.perf_counter()
+        identity, embedder, vectors = _remote_queries(conn, ref, prompt, queries, config_path)
+        embed_seconds = time.perf_counter() - embedding_started
     pairs = [(c, params_for(c).fingerprint()) for c in chosen]
     counts = [
         cache.memo(
@@ -91,16 +99,13 @@ def search_texts(
             f"no vectors for the embedding model {ref.reference} in {names}{why}",
             hint="run `tansaku embed`" + (" (add -c NAME for one collection)" if len(chosen) > 1 else ""),
         )
-    embedder = embedder_for(
-        ref, config_path, threads=resolve_threads(config_path).query, verbose=request.verbose
-    )
-    if ref.endpoint is not None:
-        # The index's vectors of this model have these dimensions: a server now answering with
-        # others serves another model under the same name (ENDPOINT_DIMENSIONS, not a bad match).
-        embedder.expect_dims(identity.dims or 0)
-    embedding_started = time.perf_counter()
-    vectors = embedder.embed([prompt.query(model_text(text)) for text in texts])
-    embed_seconds = time.perf_counter() - embedding_started
+    if embedder is None:
+        embedder = embedder_for(
+            ref, config_path, threads=resolve_threads(config_path).query, verbose=request.verbose
+        )
+        embedding_started = time.perf_counter()
+        vectors = embedder.embed(queries)
+        embed_seconds = time.perf_counter() - embedding_started
     allowed = None
     if request.where is not None:
         from ..store.fields import matching_ids
@@ -130,14 +135,36 @@ def search_texts(
     return VectorResults(results, [embedder.unreadable_share(text) for text in texts], embed_seconds)
 
 
-def _remote_identity(conn: Any, ref: Any, prompt: Any) -> Any:
-    """The identity of the endpoint model's vectors in this index, from what embed recorded (no
-    request): its dimensions are the last ones embed saw. Never embedded: no vectors match it."""
-    from ..index.embed import known_remote, remote_identity
+def _remote_queries(
+    conn: Any, ref: Any, prompt: Any, queries: list[str], config_path: Path
+) -> tuple[Any, Any, list[list[float]]]:
+    """(identity, embedder, query vectors) for an endpoint model. No request when the index holds
+    none of its vectors (the identity then matches nothing: NO_VECTORS). Vectors of dimensions
+    the index holds none of for that model mean the server serves another model under the same
+    name: ENDPOINT_DIMENSIONS, naming the fix."""
+    from ..errors import EndpointDimensions
+    from ..index.embed import remote_identity, remote_records
+    from ..models.embedding import embedder_for
     from ..store import vectors as vec
 
-    record = known_remote(vec.models(conn), ref.endpoint)
-    return remote_identity(ref.endpoint, record.dims if record is not None else 0, prompt)
+    endpoint = ref.endpoint
+    held = sorted({record.dims for record in remote_records(vec.models(conn), endpoint)})
+    if not held:
+        return remote_identity(endpoint, 0, prompt), None, []
+    embedder = embedder_for(ref, config_path)
+    embedder.forget_dims()  # the server may have changed since this process last asked
+    vectors = embedder.embed(queries)
+    dims = len(vectors[0]) if vectors else held[-1]
+    if dims not in held:
+        shown = " or ".join(str(d) for d in held)
+        raise EndpointDimensions(
+            f"{endpoint.base_url} answers {dims}-dimension vectors for {endpoint.model!r}, but the"
+            f" index holds that model's vectors at {shown}: the server's model changed under the same name",
+            hint="run `tansaku embed` to embed again with the model it serves now",
+            got=dims,
+            expected=held,
+        )
+    return remote_identity(endpoint, dims, prompt), embedder, vectors
 
 
 def vector_warnings(chosen: Sequence[Collection], counts: Sequence[tuple[int, int, int]]) -> list[Notice]:

@@ -89,9 +89,10 @@ def remember_model_file(conn: Any, fingerprint: str, path: str, size: int, mtime
 
 
 def models(conn: Any) -> list[EmbedModelRecord]:
+    """Every model the index has vectors of, the one embed registered last at the end."""
     rows = conn.execute(
         "SELECT fingerprint, model_path, model_sha256, model_size, model_mtime_ns, prompt_format, dims,"
-        " window_tokens FROM embed_models"
+        " window_tokens FROM embed_models ORDER BY created_at, fingerprint"
     )
     return [EmbedModelRecord(*row) for row in rows]
 

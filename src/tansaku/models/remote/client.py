@@ -66,7 +66,7 @@ class Tally:
     texts: int = 0
     bytes_sent: int = 0
     prompt_tokens: int | None = None  # None while no answer reported its usage
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall time with at least one request in flight (not summed over them)
 
     def add_tokens(self, usage: Any) -> None:
         if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
@@ -105,6 +105,8 @@ class Client:
         self._sleep = sleep
         self.tally = Tally()
         self._lock = threading.Lock()
+        self._in_flight = 0
+        self._busy_since = 0.0
 
     @property
     def timeout(self) -> float:
@@ -142,7 +144,7 @@ class Client:
         attempt = 0
         timeout = timeout or self.timeout
         retries = self.retries
-        started = time.perf_counter()
+        self._flight(+1)
         try:
             while True:
                 request = urllib.request.Request(url, data=body, headers=headers, method=method)
@@ -179,8 +181,16 @@ class Client:
                     self.tally.retries += 1
                 self._sleep(wait)
         finally:
-            with self._lock:
-                self.tally.seconds += time.perf_counter() - started
+            self._flight(-1)
+
+    def _flight(self, change: int) -> None:
+        with self._lock:
+            now = time.perf_counter()
+            if self._in_flight == 0:
+                self._busy_since = now
+            self._in_flight += change
+            if self._in_flight == 0:
+                self.tally.seconds += now - self._busy_since
 
     def _retry_wait(self, exc: urllib.error.HTTPError, attempt: int, retries: int, url: str) -> float:
         """Seconds to wait before retrying ``exc``'s answer, or raise its error."""

@@ -66,14 +66,12 @@ class RemoteEmbedder:
         from .served import check_served
 
         check_served(self.client)
-        self._dims = None
+        self.forget_dims()
         return self.dims
 
-    def expect_dims(self, dims: int) -> None:
-        """Refuse vectors of any other size from now on (those the index holds for this model)."""
-        if self._dims is not None and self._dims != dims:
-            raise self._wrong_dims(self._dims, dims)
-        self._dims = dims
+    def forget_dims(self) -> None:
+        """Take the dimensions of the next answer as the model's (the server may have changed)."""
+        self._dims = None
 
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)
@@ -94,8 +92,13 @@ class RemoteEmbedder:
         if len(groups) <= 1 or self.concurrency == 1:
             answers = [self._request(group) for group in groups]
         else:
-            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(groups))) as pool:
+            pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(groups)))
+            try:
                 answers = list(pool.map(self._request, groups))
+            finally:
+                # On Ctrl-C or a failed request, requests not yet sent are dropped rather than
+                # waited for (those in flight end by their timeout).
+                pool.shutdown(wait=False, cancel_futures=True)
         return [vector for answer in answers for vector in answer]
 
     def _request(self, texts: list[str]) -> list[list[float]]:
@@ -131,8 +134,8 @@ class RemoteEmbedder:
         endpoint = self.client.endpoint
         return EndpointDimensions(
             f"{endpoint.base_url} answered {got}-dimension vectors for {endpoint.model!r}, where"
-            f" {expected} were expected: the server's model changed under the same name",
-            hint="run `tansaku embed` to embed again with the model it serves now",
+            f" {expected} were expected: the server changed its model while it was being asked",
+            hint="try again once the server serves one model under that name",
             got=got,
             expected=expected,
         )
