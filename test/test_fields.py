@@ -259,3 +259,10 @@ def test_where_leaves_transcript_collections_out_and_says_so(cli, garden: Path, 
     assert not any(w["code"] == "WHERE_FILES_ONLY" for w in cli("search", WORD, "--json").json()["warnings"])
     refused = cli("search", WORD, "-c", "claude", "--where", "tags=python", "--json")
     assert refused.exit_code == 2 and "transcript collections (claude)" in refused.error()["message"]
+
+
+@pytest.mark.usefixtures("garden")
+def test_transcript_options_on_file_collections_keep_the_filter(cli):
+    for command in (("search", WORD), ("query", WORD, "--no-expand", "--no-rerank")):
+        data = cli(*command, "--json", "--all", "--level", "session", "--where", "tags=rust").json()
+        assert [Path(hit["path"]).stem for hit in data["results"]] == ["beta"], command
