@@ -346,10 +346,12 @@ class Tansaku:
         """With ``where``, the file collections to search and a notice naming the transcript
         collections left out (they have no front matter); None without ``where`` or with no
         transcript collection among those searched."""
+        if not where:
+            return None
         from .search.transcripts import files_only
 
         config = self.config()
-        if not where or files_only(config, collections):
+        if files_only(config, collections):
             return None
         from .fields.lookup import file_scope
 
