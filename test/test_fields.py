@@ -266,3 +266,12 @@ def test_transcript_options_on_file_collections_keep_the_filter(cli):
     for command in (("search", WORD), ("query", WORD, "--no-expand", "--no-rerank")):
         data = cli(*command, "--json", "--all", "--level", "session", "--where", "tags=rust").json()
         assert [Path(hit["path"]).stem for hit in data["results"]] == ["beta"], command
+
+
+def test_fields_on_a_search_of_files_and_transcripts(cli, garden: Path, tmp_path: Path):
+    shutil.copytree(REPO / "fixtures" / "transcripts" / "claude", tmp_path / "claude")
+    assert cli("collection", "add", "--type", "claude", tmp_path / "claude").exit_code == 0
+    data = cli("search", WORD, "--all", "--json", "--fields").json()
+    assert data["results"] and all("fields" in hit for hit in data["results"])
+    by_path = {hit["path"]: hit["fields"] for hit in data["results"] if hit["collection"] == "garden"}
+    assert by_path["notes/beta.md"]["tags"] == ["rust", "search"]

@@ -763,7 +763,7 @@ class Tansaku:
         if turns.files_only(config, collections):
             return self.search(query, collections=collections, **plain)
         chosen, warnings = self._chosen(config, collections)
-        return turns.search_levels(
+        result = turns.search_levels(
             self.index_path,
             chosen,
             warnings,
@@ -779,6 +779,7 @@ class Tansaku:
             min_score=min_score,
             full=full,
         )
+        return self._fields_added(result, fields)  # sessions have none: `{}`
 
     def vsearch_levels(
         self,
@@ -811,7 +812,9 @@ class Tansaku:
         found = self.vector_search_texts([query], collections, limit, min_score, full, True, verbose, request)
         from .search.vector_texts import with_unreadable_warning
 
-        return with_unreadable_warning(found.results[0], found.unreadable_shares[0])
+        return self._fields_added(
+            with_unreadable_warning(found.results[0], found.unreadable_shares[0]), fields
+        )
 
     def read_session(
         self,
