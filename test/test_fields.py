@@ -275,3 +275,16 @@ def test_fields_on_a_search_of_files_and_transcripts(cli, garden: Path, tmp_path
     assert data["results"] and all("fields" in hit for hit in data["results"])
     by_path = {hit["path"]: hit["fields"] for hit in data["results"] if hit["collection"] == "garden"}
     assert by_path["notes/beta.md"]["tags"] == ["rust", "search"]
+
+
+def test_a_snippet_skips_toml_front_matter_as_it_does_yaml(cli, tmp_path: Path):
+    folder = tmp_path / "hugo"
+    folder.mkdir()
+    (folder / "pathonly.md").write_text(
+        '+++\ntitle = "T"\ndraft = false\n+++\n\nThe body.\n', encoding="utf-8"
+    )
+    (folder / "yamlonly.md").write_text("---\ntitle: T\ndraft: false\n---\n\nThe body.\n", encoding="utf-8")
+    assert cli("collection", "add", folder, "--name", "hugo").exit_code == 0
+    for word in ("pathonly", "yamlonly"):  # in the file name only: the snippet is the start of the body
+        hit = cli("search", word, "--json").json()["results"][0]
+        assert hit["snippet"] == {"start_line": 6, "lines": ["The body."]}, hit
