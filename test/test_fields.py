@@ -260,3 +260,32 @@ def test_where_leaves_transcript_collections_out_and_says_so(cli, garden: Path, 
     assert not any(w["code"] == "WHERE_FILES_ONLY" for w in cli("search", WORD, "--json").json()["warnings"])
     refused = cli("search", WORD, "-c", "claude", "--where", "tags=python", "--json")
     assert refused.exit_code == 2 and "transcript collections (claude)" in refused.error()["message"]
+
+
+@pytest.mark.usefixtures("garden")
+def test_transcript_options_on_file_collections_keep_the_filter(cli):
+    for command in (("search", WORD), ("query", WORD, "--no-expand", "--no-rerank")):
+        data = cli(*command, "--json", "--all", "--level", "session", "--where", "tags=rust").json()
+        assert [Path(hit["path"]).stem for hit in data["results"]] == ["beta"], command
+
+
+def test_fields_on_a_search_of_files_and_transcripts(cli, garden: Path, tmp_path: Path):
+    shutil.copytree(REPO / "fixtures" / "transcripts" / "claude", tmp_path / "claude")
+    assert cli("collection", "add", "--type", "claude", tmp_path / "claude").exit_code == 0
+    data = cli("search", WORD, "--all", "--json", "--fields").json()
+    assert data["results"] and all("fields" in hit for hit in data["results"])
+    by_path = {hit["path"]: hit["fields"] for hit in data["results"] if hit["collection"] == "garden"}
+    assert by_path["notes/beta.md"]["tags"] == ["rust", "search"]
+
+
+def test_a_snippet_skips_toml_front_matter_as_it_does_yaml(cli, tmp_path: Path):
+    folder = tmp_path / "hugo"
+    folder.mkdir()
+    (folder / "pathonly.md").write_text(
+        '+++\ntitle = "T"\ndraft = false\n+++\n\nThe body.\n', encoding="utf-8"
+    )
+    (folder / "yamlonly.md").write_text("---\ntitle: T\ndraft: false\n---\n\nThe body.\n", encoding="utf-8")
+    assert cli("collection", "add", folder, "--name", "hugo").exit_code == 0
+    for word in ("pathonly", "yamlonly"):  # in the file name only: the snippet is the start of the body
+        hit = cli("search", word, "--json").json()["results"][0]
+        assert hit["snippet"] == {"start_line": 6, "lines": ["The body."]}, hit

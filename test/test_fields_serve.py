@@ -86,6 +86,7 @@ async def _mcp(params: StdioServerParameters) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     with anyio.fail_after(90):
         async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+            seen["instructions"] = client.instructions
             seen["tools"] = {t.name: t for t in (await client.list_tools()).tools}
             seen["search"] = await client.call_tool(
                 "search", {"query": "garden", "where": ["tags=python", "priority<=1"], "fields": True}
@@ -102,6 +103,7 @@ def test_mcp_tools_take_where_and_fields(garden: Path):
         command=sys.executable, args=["-m", "tansaku", "mcp"], env=dict(os.environ)
     )
     seen = anyio.run(_mcp, params)
+    assert "`where` (FIELD=VALUE" in seen["instructions"]
     for name in ("search", "vsearch", "query"):
         properties = seen["tools"][name].input_schema["properties"]
         assert properties["where"]["type"] == "array" and properties["where"]["maxItems"] == 20

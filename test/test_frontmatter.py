@@ -4,6 +4,8 @@ table-driven, in milliseconds."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tansaku.errors import UsageError
 from tansaku.fields import frontmatter
@@ -127,3 +129,133 @@ def test_where_takes_at_most_twenty_conditions():
     assert len(parse_where(["a=1"] * 20)) == 20
     with pytest.raises(UsageError):
         parse_where(["a=1"] * 21)
+
+
+# --- the reader without PyYAML (fields/plain_yaml.py) gives exactly what PyYAML gives -----------
+
+_KEYS = ["title", "tags", "date", "on", "Yes", "null", "n", "draft", "a-b", "x_1", "Title"]
+_SCALARS = [
+    "hello",
+    "Hello, world",
+    "it's",
+    "a.b/c (d)",
+    "e5",
+    "NaN",
+    "Infinity",
+    "y",
+    "n",
+    "yes",
+    "No",
+    "TRUE",
+    "off",
+    "null",
+    "Null",
+    "~",
+    "0",
+    "7",
+    "012",
+    "0x1f",
+    "1_000",
+    "-5",
+    "+3",
+    "1.5",
+    "10.0",
+    "1.2.3",
+    ".5",
+    "1e3",
+    "1:20",
+    "2024-06-15",
+    "2024-6-5",
+    "2024-02-30",
+    "2024-06-15T10:30:00Z",
+    "3 apples",
+    "a: b",
+    "a #c",
+    "a#c",
+    "'quoted'",
+    "'it''s'",
+    '"dq"',
+    '"a\\tb"',
+    '""',
+    "''",
+    "日本語",
+    "café au lait",
+    "[x]",
+    "{a: 1}",
+    "&anchor x",
+    "*alias",
+    "!tag x",
+    "| text",
+    "> text",
+    "%x",
+    "@x",
+    "`x`",
+    "a,b",
+    "trailing-",
+    "- dash",
+    "?x",
+    ":x",
+    "x:",
+    "=",
+    "<<",
+]
+_FLOW_ITEMS = ["a", "b c", "2", "1.5", "2024-01-02", "'q'", '"d"', "yes", "x,y", "", " ", "a: b"]
+
+
+@st.composite
+def _blocks(draw: st.DrawFn) -> str:
+    lines = []
+    for _ in range(draw(st.integers(1, 3))):
+        key = draw(st.sampled_from(_KEYS))
+        shape = draw(st.sampled_from(["scalar", "flow", "block", "empty", "odd"]))
+        if shape == "scalar":
+            lines.append(f"{key}: {draw(st.sampled_from(_SCALARS))}")
+        elif shape == "flow":
+            items = draw(st.lists(st.sampled_from(_FLOW_ITEMS), max_size=4))
+            lines.append(f"{key}: [{', '.join(items)}]")
+        elif shape == "block":
+            lines.append(f"{key}:")
+            indent = draw(st.sampled_from(["", "  ", "    "]))
+            for value in draw(st.lists(st.sampled_from(_SCALARS), max_size=3)):
+                lines.append(f"{indent}{draw(st.sampled_from(['', ' ']))}- {value}")
+        elif shape == "empty":
+            lines.append(f"{key}:{draw(st.sampled_from(['', ' ', '   ']))}")
+        else:
+            lines.append(
+                draw(st.sampled_from(["  nested: x", "# comment", "", "\tx: 1", "key:value", "- top"]))
+            )
+    return "\n".join(lines)
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_blocks())
+def test_the_plain_reader_agrees_with_pyyaml(body: str):
+    import yaml
+
+    from tansaku.fields.plain_yaml import read
+
+    plain = read(body)
+    if plain is None:
+        return  # left to PyYAML
+    assert plain == yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    assert [type(v) for v in plain.values()] == [
+        type(v) for v in yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)).values()
+    ]
+
+
+def test_the_plain_reader_takes_the_common_shapes():
+    from tansaku.fields.plain_yaml import read
+
+    assert read("title: Weekly notes, part 2\ntags: [a, b c]\ndate: 2024-05-01\nn: 3\nf: 1.5") is not None
+    assert read("tags:\n  - a\n  - b\nempty:\nq: 'x: y'") == {"tags": ["a", "b"], "empty": None, "q": "x: y"}
+    for left_to_pyyaml in (
+        "a:\n  b: 1",
+        "on: x",
+        "x: yes",
+        "x: 012",
+        "x: 1:20",
+        "x: a # c",
+        "x: [a,]",
+        "\tx: 1",
+    ):
+        assert read(left_to_pyyaml) is None, left_to_pyyaml

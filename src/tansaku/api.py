@@ -352,10 +352,12 @@ class Tansaku:
         """With ``where``, the file collections to search and a notice naming the transcript
         collections left out (they have no front matter); None without ``where`` or with no
         transcript collection among those searched."""
+        if not where:
+            return None
         from .search.transcripts import files_only
 
         config = self.config()
-        if not where or files_only(config, collections):
+        if files_only(config, collections):
             return None
         from .fields.lookup import file_scope
 
@@ -790,7 +792,7 @@ class Tansaku:
         if turns.files_only(config, collections):
             return self.search(query, collections=collections, **plain)
         chosen, warnings = self._chosen(config, collections)
-        return turns.search_levels(
+        result = turns.search_levels(
             self.index_path,
             chosen,
             warnings,
@@ -806,6 +808,7 @@ class Tansaku:
             min_score=min_score,
             full=full,
         )
+        return self._fields_added(result, fields)  # sessions have none: `{}`
 
     def vsearch_levels(
         self,
@@ -838,7 +841,9 @@ class Tansaku:
         found = self.vector_search_texts([query], collections, limit, min_score, full, True, verbose, request)
         from .search.vector_texts import with_unreadable_warning
 
-        return with_unreadable_warning(found.results[0], found.unreadable_shares[0])
+        return self._fields_added(
+            with_unreadable_warning(found.results[0], found.unreadable_shares[0]), fields
+        )
 
     def read_session(
         self,

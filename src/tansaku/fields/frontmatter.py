@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
+from .plain_yaml import read as read_plain
+
 # Files whose front matter is read: the Markdown family (a .txt or .rst file opening with a rule
 # of dashes is not a YAML document).
 SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
@@ -73,7 +75,7 @@ def parse(text: str) -> FrontMatter:
     """The fields of a leading front matter block (none when there is no block)."""
     if text.startswith("---"):
         block = _YAML.match(text)
-        return _parsed(block, _yaml) if block else NONE
+        return _parsed(block, _plain_or_yaml) if block else NONE
     if text.startswith("+++"):
         block = _TOML.match(text)
         return _parsed(block, _toml) if block else NONE
@@ -94,6 +96,13 @@ def _parsed(block: re.Match[str], load: Any) -> FrontMatter:
     if not isinstance(data, dict):
         return FrontMatter(problem=f"front matter is a {_kind_name(data)}, not a mapping of fields", line=2)
     return FrontMatter(fields=tuple(_flatten(data)))
+
+
+def _plain_or_yaml(body: str) -> tuple[Any, str | None, int | None]:
+    """Most front matter is flat words, numbers, dates and lists: read without PyYAML's object
+    machinery (plain_yaml.py), which gives the same data; the rest by PyYAML."""
+    data = read_plain(body)
+    return (data, None, None) if data is not None else _yaml(body)
 
 
 def _yaml(body: str) -> tuple[Any, str | None, int | None]:

@@ -94,7 +94,9 @@ def query_steps(
 
     def keyword(text: str) -> SearchResult:
         if levels:
-            return index.search_levels(text, collections=collections, limit=pool, full=full, **levels)
+            return index.search_levels(
+                text, collections=collections, limit=pool, full=full, where=where, **levels
+            )
         return index.search(text, collections=collections, limit=pool, full=full, snippets=False, where=where)
 
     def vectors(texts: Sequence[str]) -> VectorBatch:

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from ..chunking import ChunkParams
 from ..config.masks import MaskMatcher, expand_masks
-from ..fields import frontmatter
 from ..paths import is_within
 from ..sources.formats import format_of
 from ..sources.outline import outline
@@ -29,7 +28,7 @@ from ..text.cjk import segment
 from ..types import Collection, CollectionUpdate, Notice, SkippedFile
 from .chunks import ChunkingSummary, chunk_one, params_for
 from .extracting import ExtractionLog, read_formatted
-from .fields import field_warnings, store_fields
+from .fields import FieldWriter, field_warnings
 from .progress import Progress
 
 
@@ -42,9 +41,8 @@ class _Plan:
     remove: list[store.StoredDocument] = field(default_factory=list)
     unchanged: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
-    # Front matter of the Markdown files read, by content hash, and the files where it is broken.
-    front: dict[str, frontmatter.FrontMatter] = field(default_factory=dict)
-    broken_front: list[tuple[str, frontmatter.FrontMatter]] = field(default_factory=list)
+    # Files whose front matter could not be read (found while the plan is applied).
+    broken_front: list[tuple[str, int | None, str]] = field(default_factory=list)
     extractions: ExtractionLog = field(default_factory=ExtractionLog)
 
 
@@ -109,18 +107,7 @@ def plan(
         if path not in seen and not any(is_within(path, d) for d in unreadable_dirs)
     ]
     _pair_moves(result, gone)
-    for item, doc in [*result.add, *((item, doc) for _, item, doc in result.change)]:
-        _read_front_matter(result, item.rel_path, doc)
     return result
-
-
-def _read_front_matter(result: _Plan, rel_path: str, doc: ReadDocument) -> None:
-    if not frontmatter.wanted(rel_path):
-        return
-    front = frontmatter.parse(doc.text)
-    result.front[doc.content_hash] = front
-    if front.problem is not None:
-        result.broken_front.append((rel_path, front))
 
 
 def _utf8(text: str) -> bool:
@@ -176,6 +163,7 @@ def _insert(
     doc: ReadDocument,
     indexed_at: str,
     chunking: _Chunking | None = None,
+    fields: FieldWriter | None = None,
 ) -> None:
     store.put_content(conn, doc.content_hash, doc.text)
     defined = outline(doc.text, item.rel_path)
@@ -186,7 +174,9 @@ def _insert(
         segment(defined.headings),
         segment(defined.options),
     )
-    store.insert_document(conn, _stored(collection, item, doc, indexed_at), doc.text, fts)
+    doc_id = store.insert_document(conn, _stored(collection, item, doc, indexed_at), doc.text, fts)
+    if fields is not None:
+        fields.add(conn, doc_id, item.rel_path, doc.text)
     if chunking is not None and doc.content_hash not in chunking.done:
         # Chunk while the text is in memory rather than reading it back afterwards.
         chunk_one(conn, doc.content_hash, item.rel_path, doc.text, chunking.params, chunking.summary)
@@ -216,11 +206,12 @@ def apply(
         new = [doc.content_hash for _, doc in work.add] + [doc.content_hash for _, _, doc in work.change]
         chunking = _Chunking(params, summary, chunk_store.chunked_hashes(conn, params.fingerprint(), new))
     total = len(work.change) + len(work.add)
+    fields = FieldWriter(work.broken_front)
     for old in work.remove:
         store.delete_document(conn, old.id)
     for old, item, doc in work.change:
         store.delete_document(conn, old.id)
-        _insert(conn, collection.name, item, doc, indexed_at, chunking)
+        _insert(conn, collection.name, item, doc, indexed_at, chunking, fields)
     for old, item in work.touch:
         store.touch_document(conn, old.id, item.size, item.mtime_ns)
     for old, item in work.move:
@@ -229,12 +220,12 @@ def apply(
             conn, old.id, item.rel_path, fts_path(item.rel_path), item.size, item.mtime_ns, indexed_at
         )
     for done, (item, doc) in enumerate(work.add, start=len(work.change) + 1):
-        _insert(conn, collection.name, item, doc, indexed_at, chunking)
+        _insert(conn, collection.name, item, doc, indexed_at, chunking, fields)
         if progress and done % 100 == 0:
             progress(done, total, "writing")
     if chunking is not None:
         chunking.summary.flush()
-    store_fields(conn, collection.name, work.front)
+    fields.flush(conn)
     if work.remove or work.change:
         store.prune_content(conn)
         chunk_store.prune_chunks(conn)

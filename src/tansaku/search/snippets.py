@@ -28,8 +28,8 @@ from tansaku.types import Snippet
 # Combining marks belong to the word: decomposed "naïve" is one word, not "nai" and "ve".
 _WORD = re.compile(r"(?:[^\W_]|[\u0300-\u036f])+")
 _ELLIPSIS = "…"
-_FRONT_MATTER_OPEN = "---"
-_FRONT_MATTER_CLOSE = ("---", "...")
+# YAML front matter (--- ... --- or ...) and TOML front matter (+++ ... +++): opener -> closers.
+_FRONT_MATTER = {"---": ("---", "..."), "+++": ("+++",)}
 # Longest first, so "es" wins over "s"; "ies"/"ied" are rewritten to "y" (queries → query).
 _SUFFIXES = ("ing", "ies", "ied", "ed", "es", "ly", "s")
 _ES_AFTER = ("s", "x", "z", "ch", "sh")  # "es" is a suffix only after these (boxes, but not files)
@@ -296,11 +296,12 @@ def term_matcher(terms: Sequence[str]) -> Callable[[str], int]:
 
 
 def _front_matter_end(lines: list[str]) -> int:
-    """The index of the first line after YAML front matter (0 when there is none)."""
-    if not lines or lines[0].lstrip("\ufeff").rstrip() != _FRONT_MATTER_OPEN:
+    """The index of the first line after YAML or TOML front matter (0 when there is none)."""
+    closers = _FRONT_MATTER.get(lines[0].lstrip("\ufeff").rstrip()) if lines else None
+    if closers is None:
         return 0
     for i in range(1, len(lines)):
-        if lines[i].rstrip() in _FRONT_MATTER_CLOSE:
+        if lines[i].rstrip() in closers:
             return i + 1
     return 0  # never closed: a horizontal rule, not front matter
 

@@ -14,6 +14,8 @@ HOW_TO = (
     " (by meaning), `get` (a document or a line range, by tansaku:// path or #docid from a result),"
     " `multi_get` (several documents by glob or comma list) and `status`. Results carry a docid,"
     " a tansaku:// path, line numbers and the contexts of their folder; cite them as PATH:LINE."
+    " The search tools take `where` (FIELD=VALUE, FIELD>=2024-01-01: Markdown front-matter fields"
+    " such as tags, status, date) and `fields` (show each result's)."
     " Documents are also resources at their tansaku:// path. This server is read-only: when a"
     " result says the index is stale or vectors or a model are missing, pass the given command to"
     " the user."

@@ -7,7 +7,7 @@ FTS5 query, so the filter applies before the limit; vector search asks for its d
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,23 +38,12 @@ class DocumentFilter:
     params: tuple[Any, ...]
 
 
-def put_fields(conn: Any, collection: str, texts: Mapping[str, Sequence[FieldRow]]) -> None:
-    """The fields of the documents of ``collection`` holding these texts (by content hash),
-    replacing any stored for them before (a newer indexer may read more). A few statements for
-    all of them: one per document cost a third of the time."""
-    hashes = list(texts)
-    found: list[tuple[int, str]] = []
-    for start in range(0, len(hashes), 500):
-        batch = hashes[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        found += conn.execute(
-            f"SELECT id, hash FROM documents WHERE collection = ? AND hash IN ({marks})", (collection, *batch)
-        ).fetchall()
-    conn.executemany("DELETE FROM document_fields WHERE doc_id = ?", [(doc_id,) for doc_id, _ in found])
+def add_fields(conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Fields of new documents: (doc_id, *FieldRow) rows, in one statement."""
     conn.executemany(
         "INSERT INTO document_fields (doc_id, position, seq, name, many, kind, value, folded, number, day)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(doc_id, *row) for doc_id, content_hash in found for row in texts[content_hash]],
+        rows,
     )
 
 
