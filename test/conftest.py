@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# The PostgreSQL server fixtures (postgres_server, postgres_url) for the backend's tests.
+from .postgres_fixture import postgres_server, postgres_url  # noqa: F401
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "fixtures" / "sample"
 
