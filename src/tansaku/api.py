@@ -398,15 +398,16 @@ class Tansaku:
         from .models.embedding import embed_model, load_embedder, prompt_format
         from .models.threads import resolve_threads
 
+        index_path = self.index_path  # first: on another backend, say so before asking for a model
         config = self.config()
         chosen = [self._collection(config, n) for n in dict.fromkeys(collections)] or config.collection_list()
         threads = resolve_threads(self.config_path).batch
         ref = embed_model(self.config_path)
         prompt = prompt_format(ref.local_path, self.config_path)
-        if not self.index_path.exists():
-            db.open_read(self.index_path)  # raises INDEX_MISSING with its hint
+        if not index_path.exists():
+            db.open_read(index_path)  # raises INDEX_MISSING with its hint
         report = embed_collections(
-            self.index_path,
+            index_path,
             chosen,
             str(ref.local_path),
             prompt,

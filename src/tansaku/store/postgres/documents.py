@@ -179,9 +179,12 @@ def _unindex(conn: Any, doc_id: int) -> None:
 
 def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> int:
     row = conn.execute(
-        "INSERT INTO documents (collection, path, hash, title, size, mtime_ns, line_count, repaired,"
+        # The id SQLite would give the row (one more than the largest): ties in ranking go by id,
+        # so both backends must number documents alike. One writer at a time makes this safe.
+        "INSERT INTO documents (id, collection, path, hash, title, size, mtime_ns, line_count, repaired,"
         " indexed_at, fts_path, fts_title, fts_body, fts_headings, fts_options, fts_lengths, fts_tokens)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, '{}', 0) RETURNING id",
+        " VALUES ((SELECT coalesce(max(id), 0) + 1 FROM documents),"
+        " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, '{}', 0) RETURNING id",
         (
             doc.collection,
             doc.path,
