@@ -115,7 +115,6 @@ def thread_status(config_path: Path, warnings: list[Notice]) -> str | None:
 def status_report(config: Config, config_path: Path, index: Backend) -> StatusReport:
     from ..chunking import available_grammars
     from ..index.runner import pending_summary
-    from ..store.migrations import SCHEMA_VERSION
     from ..types import CollectionInfo, StatusReport
     from .settings import all_settings
 
@@ -137,7 +136,7 @@ def status_report(config: Config, config_path: Path, index: Backend) -> StatusRe
     else:
         try:
             with index.reading() as conn:
-                schema = SCHEMA_VERSION
+                schema = index.schema_version
                 infos, states = collection_infos(conn, config, config_path), store.collection_states(conn)
                 pending = pending_summary(conn, config)
         except IndexSchemaMismatch as exc:
@@ -163,7 +162,7 @@ def status_report(config: Config, config_path: Path, index: Backend) -> StatusRe
         index_exists=exists,
         index_bytes=index.size_bytes() if exists else 0,
         schema_version=schema,
-        code_schema_version=SCHEMA_VERSION,
+        code_schema_version=index.schema_version,
         config_path=str(config_path),
         collections=tuple(infos),
         contexts=tuple(config.context_list()),

@@ -41,6 +41,7 @@ class Backend(Protocol):
 
     kind: str  # "sqlite" or "postgresql"
     location: str  # what `status` shows: the file, or the URL without its password
+    schema_version: int  # the version of the schema this tansaku writes on this backend
 
     def exists(self) -> bool:
         """Whether the index has been created (a reader of a missing one gets INDEX_MISSING)."""
@@ -76,8 +77,11 @@ class SqliteBackend:
     kind = "sqlite"
 
     def __init__(self, path: Path) -> None:
+        from .migrations import SCHEMA_VERSION
+
         self.path = path
         self.location = str(path)
+        self.schema_version = SCHEMA_VERSION
 
     def exists(self) -> bool:
         return self.path.exists()

@@ -89,6 +89,7 @@ class PostgresBackend:
     def __init__(self, url: str) -> None:
         self.url = url
         self.location = without_password(url)
+        self.schema_version = SCHEMA_VERSION
 
     @property
     def database_error(self) -> type[BaseException]:
