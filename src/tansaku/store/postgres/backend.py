@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -64,6 +64,9 @@ class PgConnection:
     def __init__(self, raw: Any, *, reader: bool) -> None:
         self.raw = raw
         self.positions_cache: dict[tuple[str, bool], Any] | None = {} if reader else None
+        # A writer's batched rows (documents._KeywordRows) and what must run before COMMIT.
+        self.keyword_rows: Any = None
+        self.before_commit: list[Callable[[], None]] = []
 
     def execute(self, sql: str, params: Any = None) -> Any:
         return self.raw.execute(sql, params)
@@ -189,8 +192,12 @@ class PostgresBackend:
                     raise self._locked(conn)
                 time.sleep(_POLL)
             yield
+            for step in conn.before_commit:
+                step()
             conn.execute("COMMIT")
         except BaseException:
+            conn.keyword_rows = None  # rows of a rolled-back transaction are never sent
+            conn.before_commit.clear()
             if conn.in_transaction:
                 with contextlib.suppress(Exception):
                     conn.execute("ROLLBACK")

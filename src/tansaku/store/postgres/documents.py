@@ -131,60 +131,100 @@ def _columns(fts: FtsText) -> list[str]:
     return [fts.path, fts.title, fts.body, fts.headings, fts.options]
 
 
-def _index(conn: Any, doc_id: int, fts: FtsText) -> None:
-    """Write a document's postings, its column lengths, and its share of the term statistics."""
+class _KeywordRows:
+    """The keyword rows of one write transaction, sent in batches: a COPY of many documents'
+    postings and one upsert of the term frequencies' net changes, instead of several statements
+    per document (a cold update of 120 man pages went from 14 s to 7.6 s). Flushed when large,
+    before a document's rows are read back, and before COMMIT (PgConnection.before_commit)."""
+
+    ROWS = 50_000
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.rows: list[tuple[str, int, int, list[int]]] = []
+        self.docs: set[int] = set()
+        self.df: Counter[str] = Counter()
+        self.documents = 0
+        self.tokens = 0
+
+    def add(self, doc_id: int, places: dict[tuple[str, int], list[int]], tokens: int) -> None:
+        self.rows.extend((term, doc_id, column, at) for (term, column), at in places.items())
+        self.docs.add(doc_id)
+        self.df.update({term for term, _ in places})
+        self.documents += 1
+        self.tokens += tokens
+        if len(self.rows) >= self.ROWS:
+            self.flush()
+
+    def remove(self, terms: Iterable[str], tokens: int) -> None:
+        self.df.subtract(set(terms))
+        self.documents -= 1
+        self.tokens -= tokens
+
+    def flush(self) -> None:
+        if self.rows:
+            with self.conn.copy("COPY postings (term, doc_id, col, positions) FROM STDIN") as copy:
+                for row in self.rows:
+                    copy.write_row(row)
+        changed = sorted(term for term, delta in self.df.items() if delta)  # one lock order for all writers
+        if changed:
+            self.conn.execute(
+                "INSERT INTO term_stats (term, df) SELECT * FROM unnest(%s::text[], %s::integer[])"
+                " ON CONFLICT (term) DO UPDATE SET df = term_stats.df + excluded.df",
+                (changed, [self.df[term] for term in changed]),
+            )
+            fewer = [term for term in changed if self.df[term] < 0]
+            if fewer:
+                self.conn.execute("DELETE FROM term_stats WHERE term = ANY(%s) AND df <= 0", (fewer,))
+        if self.documents or self.tokens:
+            self.conn.execute(
+                "UPDATE keyword_totals SET docs = docs + %s, tokens = tokens + %s",
+                (self.documents, self.tokens),
+            )
+        self.rows, self.docs, self.df = [], set(), Counter()
+        self.documents = self.tokens = 0
+
+
+def _batch(conn: Any) -> _KeywordRows:
+    if conn.keyword_rows is None:
+        conn.keyword_rows = _KeywordRows(conn)
+        conn.before_commit.append(conn.keyword_rows.flush)
+    return conn.keyword_rows  # type: ignore[no-any-return]
+
+
+def _places(fts: FtsText) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
+    """{(term, column): positions} of a document's keyword columns, and each column's length."""
     tokens = column_tokens(_columns(fts))
-    lengths = [len(column) for column in tokens]
     places: dict[tuple[str, int], list[int]] = {}
     for number, column in enumerate(tokens):
         for at, term in column:
             places.setdefault((term, number), []).append(at)
-    with conn.copy("COPY postings (term, doc_id, col, positions) FROM STDIN") as copy:
-        for (term, number), at in places.items():
-            copy.write_row((term, doc_id, number, at))
-    terms = sorted({term for term, _ in places})  # sorted: two writers lock rows in one order
-    _count_terms(conn, terms, +1)
-    conn.execute(
-        "UPDATE documents SET fts_lengths = %s, fts_tokens = %s WHERE id = %s",
-        (lengths, sum(lengths), doc_id),
-    )
-    conn.execute("UPDATE keyword_totals SET docs = docs + 1, tokens = tokens + %s", (sum(lengths),))
-
-
-def _count_terms(conn: Any, terms: list[str], step: int) -> None:
-    if not terms:
-        return
-    if step > 0:
-        conn.execute(
-            "INSERT INTO term_stats (term, df) SELECT unnest(%s::text[]), 1"
-            " ON CONFLICT (term) DO UPDATE SET df = term_stats.df + 1",
-            (terms,),
-        )
-    else:
-        conn.execute("UPDATE term_stats SET df = df - 1 WHERE term = ANY(%s)", (terms,))
-        conn.execute("DELETE FROM term_stats WHERE term = ANY(%s) AND df <= 0", (terms,))
+    return places, [len(column) for column in tokens]
 
 
 def _unindex(conn: Any, doc_id: int) -> None:
+    batch = _batch(conn)
+    if doc_id in batch.docs:
+        batch.flush()  # its postings must be in the table to be read back and deleted
     row = conn.execute("SELECT fts_tokens FROM documents WHERE id = %s", (doc_id,)).fetchone()
     if row is None:
         return
-    terms = sorted(
-        {term for (term,) in conn.execute("SELECT DISTINCT term FROM postings WHERE doc_id = %s", (doc_id,))}
-    )
+    terms = [
+        term for (term,) in conn.execute("SELECT DISTINCT term FROM postings WHERE doc_id = %s", (doc_id,))
+    ]
     conn.execute("DELETE FROM postings WHERE doc_id = %s", (doc_id,))
-    _count_terms(conn, terms, -1)
-    conn.execute("UPDATE keyword_totals SET docs = docs - 1, tokens = tokens - %s", (int(row[0]),))
+    batch.remove(terms, int(row[0]))
 
 
 def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> int:
+    places, lengths = _places(fts)
     row = conn.execute(
         # The id SQLite would give the row (one more than the largest): ties in ranking go by id,
         # so both backends must number documents alike. One writer at a time makes this safe.
         "INSERT INTO documents (id, collection, path, hash, title, size, mtime_ns, line_count, repaired,"
         " indexed_at, fts_path, fts_title, fts_body, fts_headings, fts_options, fts_lengths, fts_tokens)"
         " VALUES ((SELECT coalesce(max(id), 0) + 1 FROM documents),"
-        " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, '{}', 0) RETURNING id",
+        " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
         (
             doc.collection,
             doc.path,
@@ -200,10 +240,12 @@ def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> 
             None if fts.body == text else fts.body,
             fts.headings,
             fts.options,
+            lengths,
+            sum(lengths),
         ),
     ).fetchone()
     doc_id = int(row[0])
-    _index(conn, doc_id, fts)
+    _batch(conn).add(doc_id, places, sum(lengths))
     return doc_id
 
 
@@ -233,7 +275,12 @@ def move_document(
         (new_path, fts_path, size, mtime_ns, indexed_at, doc_id),
     )
     if old is not None:
-        _index(conn, doc_id, FtsText(fts_path, old.title, old.body, old.headings, old.options))
+        places, lengths = _places(FtsText(fts_path, old.title, old.body, old.headings, old.options))
+        conn.execute(
+            "UPDATE documents SET fts_lengths = %s, fts_tokens = %s WHERE id = %s",
+            (lengths, sum(lengths), doc_id),
+        )
+        _batch(conn).add(doc_id, places, sum(lengths))
 
 
 def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
