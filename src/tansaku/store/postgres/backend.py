@@ -63,7 +63,7 @@ class PgConnection:
 
     def __init__(self, raw: Any, *, reader: bool) -> None:
         self.raw = raw
-        self.positions_cache: dict[tuple[str, bool], Any] | None = {} if reader else None
+        self.positions_cache: dict[Any, Any] | None = {} if reader else None
         # A writer's batched rows (documents._KeywordRows) and what must run before COMMIT.
         self.keyword_rows: Any = None
         self.before_commit: list[Callable[[], None]] = []

@@ -375,13 +375,46 @@ def _positions(conn: Any, token: str, prefix: bool) -> Positions:
     return result
 
 
+def _prefetch(conn: Any, parsed: Expression) -> None:
+    """Read every whole-word token of an expression in one statement (a search runs a dozen
+    expressions; a round trip to the server costs more than the rows)."""
+    cache = conn.positions_cache
+    if cache is None:
+        return
+    wanted = sorted(
+        {
+            token
+            for phrase in parsed.phrases
+            for i, token in enumerate(phrase.tokens)
+            if not (phrase.prefix and i == len(phrase.tokens) - 1) and (token, False) not in cache
+        }
+    )
+    if len(wanted) < 2:
+        return
+    found: dict[str, dict[tuple[int, int], Sequence[int]]] = {token: {} for token in wanted}
+    rows = conn.execute("SELECT term, doc_id, col, positions FROM postings WHERE term = ANY(%s)", (wanted,))
+    for term, doc, column, at in rows:
+        found[term][(int(doc), int(column))] = at
+    for token, positions in found.items():
+        cache[(token, False)] = positions
+
+
 def _evaluate(conn: Any, expression: str) -> Evaluation:
-    return Evaluation(parse(expression), lambda token, prefix: _positions(conn, token, prefix))
+    parsed = parse(expression)
+    _prefetch(conn, parsed)
+    return Evaluation(parsed, lambda token, prefix: _positions(conn, token, prefix))
 
 
 def _totals(conn: Any) -> tuple[int, int]:
+    """(documents, tokens) of the index; read once per read block."""
+    cache = conn.positions_cache
+    if cache is not None and "totals" in cache:
+        return cache["totals"]  # type: ignore[no-any-return]
     docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_totals").fetchone()
-    return int(docs), int(tokens)
+    totals = int(docs), int(tokens)
+    if cache is not None:
+        cache["totals"] = totals
+    return totals
 
 
 def _lengths(conn: Any, ids: Iterable[int]) -> dict[int, int]:
