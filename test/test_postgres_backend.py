@@ -157,6 +157,10 @@ def test_status_get_and_ls_read_the_database(cli, postgres_url: str, folders: tu
     assert status.exit_code == 0, status.stderr
     data = status.json()
     assert data["index_path"].startswith("postgresql://")
+    server = data["server"]
+    assert server["product"].startswith("PostgreSQL ") and server["pgvector_available"]
+    assert server["round_trip_ms"] > 0
+    assert "server: PostgreSQL" in cli("--index", postgres_url, "status").stdout
     counts = {c["collection"]["name"]: c["documents"] for c in data["collections"]}
     assert counts == {"sample": 13, "docs": len({*DOCS, *CASED_DOCS, *SHARED_DOCS, *CODE_DOCS})}
     sqlite_get = cli("get", "tansaku://sample/guides/backups.md", "-l", "5")

@@ -173,4 +173,5 @@ def status_report(config: Config, config_path: Path, index: Backend) -> StatusRe
         embed_window=embed_window,
         model_threads=threads,
         settings=all_settings(config_path),
+        server=index.describe(),
     )

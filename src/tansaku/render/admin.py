@@ -155,6 +155,16 @@ def _embed(report: EmbedReport) -> list[str]:
     return lines + warning_lines(report.warnings)
 
 
+def _server(server: Any) -> str:
+    if server.pgvector:
+        vectors = f"pgvector {server.pgvector}"
+    elif server.pgvector_available:
+        vectors = f"pgvector {server.pgvector_available} available, not installed in this database"
+    else:
+        vectors = "no pgvector on the server"
+    return f"{server.product}, {vectors}, round trip {server.round_trip_ms:.1f} ms"
+
+
 def _status(s: StatusReport) -> list[str]:
     if not s.index_exists:
         index = f"{s.index_path} (not created yet)"
@@ -163,7 +173,10 @@ def _status(s: StatusReport) -> list[str]:
         if s.schema_version != s.code_schema_version:
             schema += f"; this tansaku expects {s.code_schema_version}"
         index = f"{s.index_path} ({human_size(s.index_bytes)}, schema {schema})"
-    lines = [f"index:  {clean(index)}", f"config: {clean(s.config_path)}", ""]
+    lines = [f"index:  {clean(index)}"]
+    if s.server is not None:
+        lines.append(f"server: {clean(_server(s.server))}")
+    lines += [f"config: {clean(s.config_path)}", ""]
     if s.collections:
         rows = [["NAME", "TYPE", "DOCS", "CHUNKED", "CHUNKS", "VECTORS", "LAST UPDATE", "PATH"]]
         rows += [

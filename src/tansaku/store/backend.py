@@ -49,6 +49,10 @@ class Backend(Protocol):
 
     def size_bytes(self) -> int: ...
 
+    def describe(self) -> Any:
+        """The server behind the index (a types.ServerInfo), None for a file."""
+        ...
+
     def reading(self) -> contextlib.AbstractContextManager[Any]:
         """A read connection for one block: the reads in it see one state of the index."""
         ...
@@ -91,6 +95,9 @@ class SqliteBackend:
             return self.path.stat().st_size
         except OSError:
             return 0
+
+    def describe(self) -> None:
+        return None
 
     def reading(self) -> contextlib.AbstractContextManager[Any]:
         from . import db

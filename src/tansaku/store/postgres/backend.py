@@ -121,6 +121,32 @@ class PostgresBackend:
         finally:
             raw.close()
 
+    def describe(self) -> Any:
+        """The server's version, pgvector's (installed here, or installable), and the median of
+        five round trips: what `status` shows, and what a slow search may come from."""
+        from ...types import ServerInfo
+
+        raw = self._connect()
+        try:
+            product = "PostgreSQL " + str(raw.execute("SHOW server_version").fetchone()[0]).split()[0]
+            installed = raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+            available = raw.execute(
+                "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
+            trips = []
+            for _ in range(5):
+                started = time.perf_counter()
+                raw.execute("SELECT 1").fetchone()
+                trips.append((time.perf_counter() - started) * 1000)
+        finally:
+            raw.close()
+        return ServerInfo(
+            product,
+            installed[0] if installed else None,
+            available[0] if available else None,
+            sorted(trips)[len(trips) // 2],
+        )
+
     def _checked(self, conn: PgConnection) -> None:
         version = current_version(conn)
         if version is None:
