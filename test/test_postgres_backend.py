@@ -228,3 +228,25 @@ def test_two_processes_with_their_own_configs_share_one_database(postgres_url: s
     assert _run(first, postgres_url, "update").returncode == 0
     found = _run(second, postgres_url, "search", "--json", "failover")
     assert [hit["path"] for hit in json.loads(found.stdout)["results"]] == ["b.md"]
+
+
+def test_a_second_writer_waits_then_fails_naming_the_holder_and_readers_never_wait(
+    cli, postgres_url: str, sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    from tansaku.store.postgres.backend import LOCK_SPACE, WRITER_LOCK
+
+    assert cli("--index", postgres_url, "collection", "add", sample, "--name", "sample").exit_code == 0
+    monkeypatch.setenv("TANSAKU_LOCK_TIMEOUT", "0.3")
+    with psycopg.connect(postgres_url, autocommit=True, application_name="tansaku update other") as holder:
+        holder.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_SPACE, WRITER_LOCK))
+        locked = cli("--index", postgres_url, "update", "--json")
+        assert locked.exit_code == 3, locked.stderr
+        error = locked.error()
+        assert error["code"] == "INDEX_LOCKED"
+        assert f"server pid {holder.info.backend_pid}" in error["message"]
+        assert "tansaku update other" in error["message"]
+        found = cli("--index", postgres_url, "search", "--json", "backup")  # a reader does not wait
+        assert found.exit_code == 0 and found.json()["results"]
+    assert cli("--index", postgres_url, "update").exit_code == 0  # the lock went with its holder
