@@ -7,6 +7,8 @@ Every corpus is built from pinned registry packages, so that the judged query se
 
 - ``python-docs``: Debian's ``python3.11-doc``; the reST sources (``*.rst.txt``) found under
   ``usr/share/doc/python3.11/html/_sources/``, with their relative paths (``library/pathlib.rst.txt``).
+- ``python-html``: the same package's HTML pages (``library/pathlib.html``; the indexes, search
+  and download pages left out), read by ``evals/bench_formats.py``.
 - ``npm-docs``: the npm registry's ``npm`` package; the Markdown docs under ``package/docs/content/``
   (``commands/npm-install.md``, ``configuring-npm/package-json.md``, ...).
 - ``zh-docs``: Chinese prose from Debian's ``debian-reference-zh-cn`` (12 chapters, one HTML page
@@ -276,6 +278,27 @@ def build_python_docs(spec: CorpusSpec, ctx: BuildContext) -> None:
             shutil.copyfile(src, target)
 
 
+# Pages of the HTML docs that are not documents: indexes, search, the download page.
+_HTML_NOT_DOCUMENTS = frozenset({"genindex.html", "search.html", "py-modindex.html", "download.html"})
+
+
+def build_python_html(spec: CorpusSpec, ctx: BuildContext) -> None:
+    """The same package's HTML pages (``library/pathlib.html``), for document-format benches."""
+    (pin,) = spec.pins
+    deb = apt_download(pin, ctx.work, ctx)
+    root = deb_extract(deb, ctx.work / "x") / "usr/share/doc/python3.11/html"
+    if not root.is_dir():
+        raise CorpusError(f"{deb.name} has no usr/share/doc/python3.11/html/")
+    for src in sorted(root.rglob("*.html")):
+        rel = src.relative_to(root)
+        if rel.parts[0].startswith("_") or rel.name.startswith("genindex") or rel.name in _HTML_NOT_DOCUMENTS:
+            continue
+        if src.is_file() and not src.is_symlink():
+            target = ctx.out / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, target)
+
+
 def build_npm_docs(spec: CorpusSpec, ctx: BuildContext) -> None:
     (pin,) = spec.pins
     tarball = npm_pack(pin, ctx.work, ctx)
@@ -454,6 +477,12 @@ CORPORA: dict[str, CorpusSpec] = {
             "Python 3.11 documentation, reST sources",
             (Package("debian", "python3.11-doc", "3.11.2-6+deb12u8"),),
             build_python_docs,
+        ),
+        CorpusSpec(
+            "python-html",
+            "Python 3.11 documentation, HTML pages (for evals/bench_formats.py)",
+            (Package("debian", "python3.11-doc", "3.11.2-6+deb12u8"),),
+            build_python_html,
         ),
         CorpusSpec(
             "npm-docs",

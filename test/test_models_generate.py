@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
+from tansaku.hybrid.blend import blend, fixed_ranks
 from tansaku.models import generate as gen_mod
 from tansaku.models import rerank as rerank_mod
 from tansaku.models.generate import Expansion, expand_query, parse_expansion
-from tansaku.models.rerank import blend, rerank
+from tansaku.models.rerank import rerank
 from tansaku.store import db
 from tansaku.store.llm_cache import LlmCache
 
@@ -346,7 +347,8 @@ def test_rerank_scores_in_order_and_caches(scorer: Any, cache: LlmCache) -> None
     assert counting.calls == 2 and second.computed == 0
     assert dict(second.scores) == dict(first.scores)
 
-    other = rerank("stock market news", DOCS[:1], counting, cache)
+    # One candidate: nothing can move it (hybrid.blend.fixed_ranks(1) == {1}), and it is scored.
+    other = rerank("stock market news", DOCS[:1], counting, cache, unmovable={0})
     assert counting.calls == 3 and other.computed == 1  # the query is part of the key
 
 
@@ -382,16 +384,16 @@ class RecordingScorer(CountingScorer):
 
 def test_only_the_first_fused_rank_is_beyond_any_rerank_score() -> None:
     # Rank 1 blends to 0.75 at worst; rank 2 at best to 0.375 + 0.25, rank 11 to 0.4/11 + 0.6.
-    assert rerank_mod.fixed_ranks(40) == {1}
-    assert rerank_mod.fixed_ranks(2) == {1, 2}  # the second cannot pass the first either
-    assert rerank_mod.fixed_ranks(0) == frozenset()
+    assert fixed_ranks(40) == {1}
+    assert fixed_ranks(2) == {1, 2}  # the second cannot pass the first either
+    assert fixed_ranks(0) == frozenset()
 
 
 @requires_gemma
 def test_rerank_scores_the_first_candidate_last(scorer: Any, cache: LlmCache, monkeypatch) -> None:
     monkeypatch.setattr(rerank_mod, "_SECONDS_PER_TEXT", {})
     recording = RecordingScorer(scorer)
-    result = rerank(QUERY, DISTINCT, recording, cache)
+    result = rerank(QUERY, DISTINCT, recording, cache, unmovable={0})
     assert result.available
     assert recording.texts == [DISTINCT[1][1], DISTINCT[2][1], DISTINCT[0][1]]
 
@@ -403,7 +405,7 @@ def test_a_budget_too_short_for_two_passages_scores_none(cache: LlmCache, monkey
     key = rerank_mod.cache_key("no-model")
     cache.put(rerank_mod.SPEED_KIND, key, {"seconds": 1.0, "at": now})
     counting = CountingScorer()  # no model: any call would fail
-    result = rerank(QUERY, DISTINCT, counting, cache, budget=1.5)
+    result = rerank(QUERY, DISTINCT, counting, cache, budget=1.5, unmovable={0})
     assert counting.calls == 0 and result.scores == [("a", None), ("b", None), ("c", None)]
     assert [w.code for w in result.warnings] == [rerank_mod.RERANK_PARTIAL]
     assert "fewer than two passages" in result.warnings[0].message
@@ -414,19 +416,19 @@ def test_the_known_speed_says_before_any_passage_whether_the_budget_can_reorder(
     cache: LlmCache, monkeypatch
 ) -> None:
     monkeypatch.setattr(rerank_mod, "_SECONDS_PER_TEXT", {})
-    assert rerank_mod.budget_too_short("m", 0.75, 40, cache) is None  # not measured yet
+    assert rerank_mod.budget_too_short("m", 0.75, 40, cache, 1) is None  # not measured yet
     cache.put(
         rerank_mod.SPEED_KIND, rerank_mod.cache_key("m"), {"seconds": 0.5, "at": rerank_mod.time.time()}
     )
-    assert rerank_mod.budget_too_short("m", 1.0, 40, cache) is None  # two passages
-    notice = rerank_mod.budget_too_short("m", 0.75, 40, cache)
+    assert rerank_mod.budget_too_short("m", 1.0, 40, cache, 1) is None  # two passages
+    notice = rerank_mod.budget_too_short("m", 0.75, 40, cache, 1)
     assert notice is not None and notice.code == rerank_mod.RERANK_PARTIAL
     assert "0 of 40 candidates scored" in notice.message
-    assert rerank_mod.budget_too_short("m", 0.75, 2, cache) is None  # nothing could move anyway
-    assert rerank_mod.budget_too_short("m", None, 40, cache) is None  # no budget
+    assert rerank_mod.budget_too_short("m", 0.75, 2, cache, 2) is None  # nothing could move anyway
+    assert rerank_mod.budget_too_short("m", None, 40, cache, 1) is None  # no budget
     # A stale figure of this process gives way to the index's newer one (another process's).
     rerank_mod._SECONDS_PER_TEXT["m"] = (0.1, rerank_mod.time.time() - 2 * rerank_mod.SPEED_TRUSTED_FOR)
-    assert rerank_mod.budget_too_short("m", 0.75, 40, cache) is not None  # 0.5 s a passage
+    assert rerank_mod.budget_too_short("m", 0.75, 40, cache, 1) is not None  # 0.5 s a passage
 
 
 @requires_gemma

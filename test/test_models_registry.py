@@ -205,6 +205,7 @@ def test_models_list_shows_source_presence_size_and_dims(cli, gguf_file: Path, m
         "reference": str(gguf_file),
         "source": "user",
         "local_path": None,
+        "endpoint": None,
         "present": True,
         "size": gguf_file.stat().st_size,
         "dims": 384,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +16,7 @@ from .serve_support import Server, http_server
 
 pytestmark = pytest.mark.subprocess
 CHROMIUM = "/usr/bin/chromium"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
 
@@ -111,3 +114,123 @@ def test_a_foreign_page_cannot_use_the_api(server: Server, browser):
         "ORIGIN_REFUSED"
         in server.post("/search", {"query": "x"}, headers={"Origin": "http://foreign.example"}).body.decode()
     )
+
+
+@pytest.fixture
+def agents_server(cli: Any, sample: Path, tmp_path: Path) -> Iterator[Server]:
+    """A server over the sample files and the Claude and Codex fixture transcripts."""
+    for kind in ("claude", "codex"):
+        shutil.copytree(FIXTURES / kind, tmp_path / kind)
+        assert cli("collection", "add", "--type", kind, tmp_path / kind).exit_code == 0
+    assert cli("collection", "add", sample, "--name", "sample").exit_code == 0
+    with http_server(tmp_path) as running:
+        yield running
+
+
+def _bodies(page: Any, path: str) -> list[dict[str, Any]]:
+    """The JSON bodies the page POSTs to ``path``, as they are sent."""
+    sent: list[dict[str, Any]] = []
+    page.on("request", lambda r: sent.append(json.loads(r.post_data)) if r.url.endswith(path) else None)
+    return sent
+
+
+def _search(page: Any, server: Server, query: str) -> None:
+    page.goto(server.url + "/")
+    page.wait_for_selector("#chips button")
+    page.fill("#q", query)
+    page.wait_for_selector("#results li")
+
+
+def test_collection_chips_filter_the_results(agents_server: Server, browser):
+    page = browser.new_page()
+    sent = _bodies(page, "/search")
+    _search(page, agents_server, "folder")
+    assert {"sample", "claude"} <= {p.split("/")[2] for p in page.locator("#results .path").all_inner_texts()}
+    chip = page.locator("#chips button[data-collection=sample]")
+    assert chip.inner_text() == "sample 13"
+    with page.expect_response(lambda r: r.url.endswith("/search")):
+        chip.click()
+    page.wait_for_timeout(100)
+    assert sent[-1]["collections"] == ["sample"]
+    paths = page.locator("#results .path").all_inner_texts()
+    assert paths and all(p.startswith("tansaku://sample/") for p in paths)
+
+
+def test_level_role_and_date_filters_for_transcripts(agents_server: Server, browser):
+    page = browser.new_page()
+    sent = _bodies(page, "/search")
+    _search(page, agents_server, "index")
+    assert page.is_visible("#transcript-filters")
+    with page.expect_response(lambda r: r.url.endswith("/search")):
+        page.click("#roles button[data-role=user]")
+    page.wait_for_timeout(100)
+    assert sent[-1]["roles"] == ["user"]
+    metas = [m for m in page.locator("#results .meta").all_inner_texts() if m.startswith("turn")]
+    assert metas and all(m.startswith("turn · user") for m in metas)
+    with page.expect_response(lambda r: r.url.endswith("/search")):
+        page.select_option("#level", "session")
+    page.wait_for_timeout(100)
+    assert sent[-1]["level"] == "session"
+    assert page.locator("#results .meta", has_text="session ·").count() >= 1
+    with page.expect_response(lambda r: r.url.endswith("/search")):
+        page.fill("#since", "2025-12-01")
+    page.wait_for_timeout(100)
+    assert sent[-1]["since"] == "2025-12-01"
+    stamps = re.findall(r"\d{4}-\d\d-\d\d", page.inner_text("#results"))
+    assert stamps and all(s >= "2025-12-01" for s in stamps)
+
+
+def test_a_files_only_index_shows_no_transcript_filters(server: Server, browser):
+    page = browser.new_page()
+    sent = _bodies(page, "/search")
+    _search(page, server, "restore")
+    assert not page.is_visible("#transcript-filters")
+    assert "level" not in sent[-1] and "roles" not in sent[-1]
+
+
+def test_opening_a_transcript_hit_shows_the_turns_around_it(agents_server: Server, browser):
+    page = browser.new_page()
+    page.goto(agents_server.url + "/")
+    page.wait_for_selector("#chips button")
+    page.click("#chips button[data-collection=claude]")
+    page.fill("#q", "rename folder")
+    page.wait_for_selector("#results li")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#turns li.focus")
+    focus = page.inner_text("#turns li.focus")
+    assert focus.startswith("5: user") and "rename a folder" in focus
+    assert page.is_hidden("#passage-lines")
+    shown = page.locator("#turns li.turn").count()
+    assert shown >= 2
+    page.click("#more")  # more turns around the hit
+    # Functions, not expressions: the page's CSP forbids the eval that an expression string needs.
+    page.wait_for_function("(n) => document.querySelectorAll('#turns li.turn').length > n", arg=shown)
+    with page.expect_response(lambda r: "/session?" in r.url):
+        page.click("#whole")  # the session from its start, as `session read` pages it
+    page.wait_for_function("() => !document.querySelector('#turns li.focus')")
+    lines = [int(t.split(":")[0]) for t in page.locator("#turns li.turn").all_inner_texts()]
+    assert lines[0] == 5 and len(lines) == 10 and lines == sorted(lines)  # its 10 turns, from the first
+    assert page.is_hidden("#more")  # all of them fit one page
+
+
+def test_the_status_bar_shows_documents_and_the_command_for_a_missing_model(server: Server, browser):
+    page = browser.new_page()
+    page.goto(server.url + "/")
+    page.wait_for_selector("#statusbar .model")
+    bar = page.inner_text("#statusbar")
+    assert "13 documents in 1 collections" in bar
+    embed = page.locator("#statusbar [data-role=embed]")
+    assert "embed model missing" in embed.inner_text()
+    assert embed.locator("code").inner_text() == "tansaku models pull embed"
+
+
+def test_the_status_bar_with_a_model_but_no_vectors_says_embed(
+    indexed: Path, tmp_path: Path, model: Path, browser
+):
+    with http_server(tmp_path) as running:
+        page = browser.new_page()
+        page.goto(running.url + "/")
+        page.wait_for_selector("#statusbar .model")
+        assert page.inner_text("#statusbar [data-role=embed]") == "embed model ✓"
+        assert "tansaku embed" in page.locator("#statusbar .gap code").all_inner_texts()

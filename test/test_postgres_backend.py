@@ -250,3 +250,39 @@ def test_a_second_writer_waits_then_fails_naming_the_holder_and_readers_never_wa
         found = cli("--index", postgres_url, "search", "--json", "backup")  # a reader does not wait
         assert found.exit_code == 0 and found.json()["results"]
     assert cli("--index", postgres_url, "update").exit_code == 0  # the lock went with its holder
+
+
+def test_a_transcript_collection_is_refused_not_half_indexed(cli, postgres_url: str, tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    (sessions / "a.jsonl").write_text('{"type": "user"}\n', encoding="utf-8")
+    result = cli("--index", postgres_url, "collection", "add", "--type", "claude", sessions, "--json")
+    assert result.exit_code == 3, (result.stdout, result.stderr)
+    assert result.error()["code"] == "BACKEND_UNSUPPORTED"
+
+
+FIELDS = REPO / "fixtures" / "fields"
+FORMATS = REPO / "fixtures" / "formats"
+
+
+def test_fields_and_extracted_formats_are_kept_as_on_sqlite(cli, postgres_url: str, tmp_path: Path) -> None:
+    """Front matter and the extraction cache are written by update on PostgreSQL too: a search
+    with --fields, and over an EPUB and a Word file, answers as on SQLite; --where says it is not
+    there yet."""
+    garden, docs = tmp_path / "garden", tmp_path / "docs"
+    shutil.copytree(FIELDS, garden)
+    docs.mkdir()
+    for name in ("guide.docx", "guide.epub"):
+        shutil.copy(FORMATS / name, docs / name)
+    for folder, name, masks in ((garden, "garden", "**/*.md"), (docs, "docs", "**/*.{docx,epub}")):
+        assert cli("collection", "add", folder, "--name", name, "--mask", masks).exit_code == 0
+        assert cli("--index", postgres_url, "update", "-c", name).exit_code == 0
+    for query, options in (("garden", ("--fields",)), ("harbour", ()), ("guide", ("-c", "docs"))):
+        sqlite = cli("search", query, "--json", "-n", "10", *options)
+        postgres = cli("--index", postgres_url, "search", query, "--json", "-n", "10", *options)
+        assert sqlite.exit_code == postgres.exit_code == 0, postgres.stderr
+        assert sqlite.json()["results"], query  # something to compare
+        assert postgres.json()["results"] == sqlite.json()["results"], query
+    assert any(hit.get("fields") for hit in cli("search", "garden", "--json", "--fields").json()["results"])
+    filtered = cli("--index", postgres_url, "search", "garden", "--where", "tags=herbs", "--json")
+    assert filtered.exit_code == 3 and filtered.error()["code"] == "BACKEND_UNSUPPORTED"

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from tansaku.hybrid.blend import blend
 from tansaku.hybrid.passages import choose_passage, estimated_tokens, passage_scorer, window
 from tansaku.hybrid.reorder import reorder
 from tansaku.hybrid.run import QuerySteps, VectorBatch, run_query, strong_probe
 from tansaku.models.generate import Expansion
-from tansaku.models.rerank import Reranked, blend
+from tansaku.models.rerank import Reranked
 from tansaku.types import Hit, Notice, SearchResult, Snippet
 
 from .gemma_fixture import gemma_gguf, requires_gemma
@@ -81,8 +82,10 @@ def test_strong_probe_needs_a_high_top_score_and_the_next_at_most_half_in_raw_bm
     assert strong_probe(result(hit("a", 0.9), hit("b", 0.8)))  # raw 9 against 4
     assert not strong_probe(result(hit("a", 0.9), hit("b", 0.85)))  # raw 9 against 5.7
     assert strong_probe(result(hit("a", 0.96), hit("b", 0.91)))  # raw 24 against 10.1
-    assert not strong_probe(result(hit("a", 0.8)))
-    assert strong_probe(result(hit("a", 0.86)))
+    # 0.6: 1.5 times the query's reference evidence (search/score_scale.py)
+    assert not strong_probe(result(hit("a", 0.59)))
+    assert strong_probe(result(hit("a", 0.61)))
+    assert not strong_probe(result(hit("a", 0.7), hit("b", 0.6)))  # raw 2.3 against 1.5
     assert not strong_probe(result())
 
 

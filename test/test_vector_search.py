@@ -183,3 +183,12 @@ def test_a_test_file_counts_less_than_the_code_it_quotes_in_memory_and_on_disk(
     monkeypatch.setenv(MEMORY_BUDGET_ENV, "0")
     on_disk = Tansaku(keep_vectors=False).vsearch(query, limit=2, min_score=0.0)
     assert [hit.path for hit in on_disk.hits] == ["widgets/progress.py", "tests/test_progress.py"]
+
+
+def test_vsearch_says_when_the_embedder_read_only_the_start_of_a_long_query(cli, embedded: Path):
+    words = " ".join(f"restore{n}" for n in range(200))
+    data = cli("vsearch", f"restore a file {words}", "--json").json()
+    truncated = [w for w in data["warnings"] if w["code"] == "QUERY_TRUNCATED"]
+    assert len(truncated) == 1 and "first 64 words" in truncated[0]["message"]
+    short = cli("vsearch", "restore a file", "--json").json()
+    assert "QUERY_TRUNCATED" not in [w["code"] for w in short["warnings"]]

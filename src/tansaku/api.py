@@ -161,8 +161,12 @@ class Tansaku:
         chunk_strategy: str = "regex",
         dry_run: bool = False,
         progress: ProgressFactory | None = None,
+        formats: Sequence[str] = (),
     ) -> UpdateReport:
+        """``formats`` (pdf, html, docx, epub) add their masks to ``masks``, or to the default
+        ``**/*.md`` when no mask is given."""
         from .config.masks import expand_masks, validate_collection_name
+        from .sources.formats import format_masks
 
         root = Path(self.cwd or os.getcwd(), path).expanduser()
         if not root.exists():
@@ -174,7 +178,7 @@ class Tansaku:
         collection = Collection(
             name=name,
             path=str(root),
-            masks=expand_masks(masks or settings.DEFAULT_MASKS),
+            masks=expand_masks([*(masks or settings.DEFAULT_MASKS), *format_masks(formats)]),
             ignore=expand_masks(ignore) if ignore else (),
             chunk_strategy=chunk_strategy,
         )
@@ -232,8 +236,10 @@ class Tansaku:
         self._collection(config, name)
         removed = 0
         if self.backend.exists():
+            from .store.backend import removal
+
             with self._writer("collection remove") as conn:
-                removed = store.delete_collection(conn, name)
+                removed = removal.delete_collection(conn, name)
         collections = {k: v for k, v in config.collections.items() if k != name}
         prefix = virtual_path(name)
         contexts = {
@@ -345,20 +351,45 @@ class Tansaku:
         min_score: float = 0.0,
         full: bool = False,
         snippets: bool = True,
+        where: Sequence[str] = (),
+        fields: bool = False,
     ) -> SearchResult:
+        """``where``: ``--where`` conditions on front-matter fields, applied before the limit;
+        ``fields``: each hit carries its document's fields (fields/)."""
         from .search.keyword import SearchOptions, search
 
+        doc_filter = _document_filter(where)
         config = self.config()
         chosen, warnings = self._chosen(config, collections)
+        options = SearchOptions(
+            limit=limit, min_score=min_score, full=full, snippets=snippets, where=doc_filter
+        )
         with self._reader() as conn:
-            return search(
-                conn,
-                query,
-                chosen,
-                config.contexts,
-                SearchOptions(limit=limit, min_score=min_score, full=full, snippets=snippets),
-                warnings,
-            )
+            result = search(conn, query, chosen, config.contexts, options, warnings)
+            return _with_fields(conn, result) if fields else result
+
+    def _fields_added(self, result: SearchResult, fields: bool) -> SearchResult:
+        if not fields:
+            return result
+        with self._reader() as conn:
+            return _with_fields(conn, result)
+
+    def _file_scope(
+        self, collections: Sequence[str], where: Sequence[str]
+    ) -> tuple[list[str], list[Notice]] | None:
+        """With ``where``, the file collections to search and a notice naming the transcript
+        collections left out (they have no front matter); None without ``where`` or with no
+        transcript collection among those searched."""
+        from .search.transcripts import files_only
+
+        config = self.config()
+        if not where or files_only(config, collections):
+            return None
+        from .fields.lookup import file_scope
+
+        chosen, warnings = self._chosen(config, collections)
+        files, notice = file_scope(chosen)
+        return files, [*warnings, notice]
 
     def _chosen(
         self, config: settings.Config, collections: Sequence[str]
@@ -392,10 +423,14 @@ class Tansaku:
         force: bool = False,
         progress: ProgressFactory | None = None,
         verbose: bool = False,
+        consent: bool = False,
     ) -> EmbedReport:
-        """Embed chunks that have no vector for the configured model (all of them with ``force``)."""
+        """Embed chunks that have no vector for the configured model (all of them with ``force``).
+
+        An endpoint on another machine first needs the person's consent to send chunk text there:
+        ``consent`` gives it (and records it), or ``[models] remote_ok`` in the config."""
         from .index.embed import embed_collections
-        from .models.embedding import embed_model, load_embedder, prompt_format
+        from .models.embedding import embed_model, embedder_for, prompt_format_of
         from .models.threads import resolve_threads
 
         index_path = self.index_path  # first: on another backend, say so before asking for a model
@@ -403,19 +438,25 @@ class Tansaku:
         chosen = [self._collection(config, n) for n in dict.fromkeys(collections)] or config.collection_list()
         threads = resolve_threads(self.config_path).batch
         ref = embed_model(self.config_path)
-        prompt = prompt_format(ref.local_path, self.config_path)
+        prompt = prompt_format_of(ref, self.config_path)
         if not index_path.exists():
             db.open_read(index_path)  # raises INDEX_MISSING with its hint
-        report = embed_collections(
+        if ref.endpoint is not None:
+            from .index.remote_embed import embed_remote
+
+            return embed_remote(
+                index_path, self.config_path, ref, chosen, prompt,
+                force=force, progress=progress, consent=consent,
+            )  # fmt: skip
+        return embed_collections(
             index_path,
             chosen,
             str(ref.local_path),
             prompt,
-            lambda: load_embedder(ref.local_path, threads=threads, verbose=verbose),
+            lambda: embedder_for(ref, self.config_path, threads=threads, verbose=verbose),
             force=force,
             progress=progress,
         )
-        return report
 
     def vsearch(
         self,
@@ -426,10 +467,13 @@ class Tansaku:
         min_score: float = 0.3,
         full: bool = False,
         verbose: bool = False,
+        where: Sequence[str] = (),
+        fields: bool = False,
     ) -> SearchResult:
         from .search.vector_texts import with_unreadable_warning
 
-        return with_unreadable_warning(*self._vsearch(query, collections, limit, min_score, full, verbose))
+        found = self._vsearch(query, collections, limit, min_score, full, verbose, where=where)
+        return self._fields_added(with_unreadable_warning(*found), fields)
 
     def _vsearch(
         self,
@@ -440,13 +484,16 @@ class Tansaku:
         full: bool,
         verbose: bool,
         snippets: bool = True,
+        where: Sequence[str] = (),
     ) -> tuple[SearchResult, float]:
         """The vector results, and the share of the query's tokens the embedder does not know."""
         if not query.strip():
             from .errors import EmptyQuery
 
             raise EmptyQuery("the query is empty")
-        found = self.vector_search_texts([query], collections, limit, min_score, full, snippets, verbose)
+        found = self.vector_search_texts(
+            [query], collections, limit, min_score, full, snippets, verbose, where=where
+        )
         return found.results[0], found.unreadable_shares[0]
 
     def vector_search_texts(
@@ -459,10 +506,13 @@ class Tansaku:
         snippets: bool,
         verbose: bool = False,
         levels: Any = None,
+        where: Sequence[str] = (),
     ) -> Any:
-        """``levels``: a search.transcripts.TurnQuery, for `vsearch --level` (see vsearch_levels)."""
+        """``levels``: a search.transcripts.TurnQuery, for `vsearch --level` (see vsearch_levels);
+        ``where``: ``--where`` conditions on front-matter fields."""
         from .search.vector_texts import VectorRequest, search_texts
 
+        doc_filter = _document_filter(where)
         started = time.perf_counter()
         config = self.config()
         chosen, warnings = self._chosen(config, collections)
@@ -472,7 +522,7 @@ class Tansaku:
             return search_texts(
                 conn,
                 texts,
-                VectorRequest(limit, min_score, full, snippets, verbose, levels),
+                VectorRequest(limit, min_score, full, snippets, verbose, levels, doc_filter),
                 config_path=self.config_path,
                 config=config,
                 chosen=chosen,
@@ -496,6 +546,8 @@ class Tansaku:
         rerank: bool = True,
         rerank_budget: float | None = None,
         levels: dict[str, Any] | None = None,
+        where: Sequence[str] = (),
+        fields: bool = False,
     ) -> SearchResult:
         """Hybrid search (hybrid/run.py): probe, expansion, keyword and vector lists fused by
         weighted RRF, reranking within ``rerank_budget`` seconds.
@@ -508,6 +560,11 @@ class Tansaku:
         from .hybrid.run import run_query
         from .hybrid.steps import query_steps
 
+        _document_filter(where)  # a bad --where is refused before any model loads
+        notices: list[Notice] = []
+        scope = self._file_scope(collections, where)
+        if scope is not None:  # --where searches file collections only, not by transcript levels
+            collections, notices, levels = scope[0], scope[1], None
         pool = max(candidate_limit, limit or 0) if limit is not None else None
         with (
             self._reader() as conn,
@@ -521,9 +578,10 @@ class Tansaku:
                 rerank=rerank,
                 budget=rerank_budget,
                 levels=levels,
+                where=where,
             ) as steps,
         ):
-            return run_query(
+            result = run_query(
                 query,
                 steps,
                 limit=limit,
@@ -532,6 +590,9 @@ class Tansaku:
                 explain=explain,
                 intent=intent,
             )
+            if notices:
+                result = replace(result, warnings=(*notices, *result.warnings))
+            return _with_fields(conn, result) if fields else result
 
     def pack(
         self,
@@ -576,9 +637,11 @@ class Tansaku:
         source line a search hit names) is shown as the turns there with ``context`` turns around
         them, at most ``max_lines`` messages: a SessionRead (retrieve/sessions.py)."""
         from .retrieve.get import DEFAULT_GET_MAX_BYTES, LineRange, resolve, slice_document, split_range
+        from .retrieve.pages import page_lines, split_page
 
         config = self.config()
-        base, suffix_from, suffix_count = split_range(ref)
+        paged, page = split_page(ref)
+        base, suffix_from, suffix_count = split_range(paged) if page is None else (paged, None, None)
         bounds = LineRange(
             from_line=from_line or suffix_from or 1,
             max_lines=max_lines if max_lines is not None else suffix_count,
@@ -586,6 +649,10 @@ class Tansaku:
         )
         with self._reader() as conn:
             doc = resolve(conn, base, config.collections, disk_paths=self.disk_paths)
+            if page is not None:  # REF:page=N: that page's lines (-l still caps them)
+                first, count = page_lines(conn, doc, page, doc.line_count)
+                shown = count if max_lines is None else min(count, max_lines)
+                bounds = LineRange(first, shown, bounds.max_bytes)
             if config.collections[doc.collection].type != "files" and (from_line or suffix_from):
                 from .retrieve.sessions import turn_window
 
@@ -681,6 +748,13 @@ class Tansaku:
 
         return status_report(self.config(), self.config_path, self.backend)
 
+    def model_files(self) -> Any:
+        """Each model role: is its file on this machine, and the command that brings a missing one
+        (inspect/model_files.py); reads no model."""
+        from .inspect.model_files import model_files
+
+        return model_files(self.config_path)
+
     def doctor(self, *, deep: bool = False) -> list[Any]:
         """Health checks (``DoctorCheck``: ok / warn / fail with a fix); read-only."""
         from .inspect.doctor import run_doctor
@@ -728,14 +802,22 @@ class Tansaku:
         limit: int | None = 5,
         min_score: float = 0.0,
         full: bool = False,
+        where: Sequence[str] = (),
+        fields: bool = False,
     ) -> SearchResult:
         """`search` with transcript levels and filters: transcript collections are searched by turn
-        and aggregated to ``level`` (default turn), file collections as by :meth:`search`."""
+        and aggregated to ``level`` (default turn), file collections as by :meth:`search`. With
+        ``where`` only file collections are searched (transcripts have no front matter)."""
         from .search import transcripts as turns
 
         config = self.config()
+        plain = {"limit": limit, "min_score": min_score, "full": full, "where": where, "fields": fields}
+        scope = self._file_scope(collections, where)
+        if scope is not None:
+            result = self.search(query, collections=scope[0], **plain)
+            return replace(result, warnings=(*scope[1], *result.warnings))
         if turns.files_only(config, collections):
-            return self.search(query, collections=collections, limit=limit, min_score=min_score, full=full)
+            return self.search(query, collections=collections, **plain)
         chosen, warnings = self._chosen(config, collections)
         return turns.search_levels(
             self.index_path,
@@ -768,14 +850,19 @@ class Tansaku:
         min_score: float = 0.3,
         full: bool = False,
         verbose: bool = False,
+        where: Sequence[str] = (),
+        fields: bool = False,
     ) -> SearchResult:
         """`vsearch` with transcript levels and filters, as :meth:`search_levels` for `search`."""
         from .search import transcripts as turns
 
+        plain = {"min_score": min_score, "full": full, "verbose": verbose, "where": where, "fields": fields}
+        scope = self._file_scope(collections, where) if query.strip() else None
+        if scope is not None:
+            result = self.vsearch(query, collections=scope[0], limit=limit, **plain)
+            return replace(result, warnings=(*scope[1], *result.warnings))
         if turns.files_only(self.config(), collections) or not query.strip():
-            return self.vsearch(
-                query, collections=collections, limit=limit, min_score=min_score, full=full, verbose=verbose
-            )
+            return self.vsearch(query, collections=collections, limit=limit, **plain)
         request = turns.turn_query(query, level, roles, since, until, project, limit, min_score, full)
         found = self.vector_search_texts([query], collections, limit, min_score, full, True, verbose, request)
         from .search.vector_texts import with_unreadable_warning
@@ -807,6 +894,22 @@ class Tansaku:
                 max_bytes=max_bytes,
                 raw=raw,
             )
+
+
+def _document_filter(where: Sequence[str]) -> Any:
+    """The filter of ``--where`` conditions (store/fields.py), None without any; a bad one is a
+    usage error. Imported only when there are some: a plain search pays nothing."""
+    if not where:
+        return None
+    from .fields.lookup import document_filter
+
+    return document_filter(where)
+
+
+def _with_fields(conn: Any, result: SearchResult) -> SearchResult:
+    from .fields.lookup import with_fields
+
+    return with_fields(conn, result)
 
 
 def _rename_context(key: str, old: str, new: str) -> str:

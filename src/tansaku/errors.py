@@ -74,6 +74,13 @@ class LineOutOfRange(TansakuError):
     exit_code = 1
 
 
+class PageOutOfRange(TansakuError):
+    """``get REF:page=N`` past the document's last page."""
+
+    code = "PAGE_OUT_OF_RANGE"
+    exit_code = 1
+
+
 class AmbiguousDocid(TansakuError):
     code = "DOCID_AMBIGUOUS"
 
@@ -171,3 +178,51 @@ class ModelDownloadFailed(TansakuError):
 class OfflineError(TansakuError):
     code = "OFFLINE"
     exit_code = 3
+
+
+# Remote model endpoints (models/remote): each failure has its own code, so a script can tell a
+# server that is down from one that is busy, slow, or serves another model. An endpoint that
+# cannot do the work leaves the command unable to work (3); a model it does not serve is not found (1).
+class EndpointError(TansakuError):
+    """The endpoint as a whole failed: every further request would fail the same way."""
+
+    code = "ENDPOINT_ERROR"
+    exit_code = 3
+
+
+class EndpointUnreachable(EndpointError):
+    code = "ENDPOINT_UNREACHABLE"
+
+
+class EndpointTimeout(EndpointError):
+    code = "ENDPOINT_TIMEOUT"
+
+
+class EndpointRateLimited(EndpointError):
+    code = "ENDPOINT_RATE_LIMITED"
+
+
+class EndpointAuth(EndpointError):
+    code = "ENDPOINT_AUTH"
+
+
+class EndpointBadResponse(EndpointError):
+    code = "ENDPOINT_BAD_RESPONSE"
+
+
+class EndpointModelMissing(EndpointError):
+    code = "ENDPOINT_MODEL_MISSING"
+    exit_code = 1
+
+
+class EndpointDimensions(EndpointError):
+    """The endpoint's vectors do not have the dimensions they had (or that the index holds)."""
+
+    code = "ENDPOINT_DIMENSIONS"
+
+
+class RemoteConsentNeeded(TansakuError):
+    """The first `embed` to a machine other than this one: the person must agree to send the text."""
+
+    code = "REMOTE_CONSENT_NEEDED"
+    exit_code = 2

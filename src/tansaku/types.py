@@ -87,6 +87,9 @@ class Hit:
     body: str | None = None  # only with --full
     chunk_lines: tuple[int, int] | None = None  # vector modes: the matching chunk's first and last line
     transcript: TranscriptHit | None = None  # transcript collections searched by --level
+    # --fields: the document's front-matter fields, (name, value or tuple of values) as written.
+    fields: tuple[tuple[str, Any], ...] | None = None
+    page: int | None = None  # a PDF's page where the snippet (or the matching chunk) starts
 
 
 @_deferred(frozen=True)
@@ -345,7 +348,8 @@ class StatusReport:
     pending: tuple[str, ...]  # human sentences: what `update` would have to do
     warnings: tuple[Notice, ...] = ()
     grammars: tuple[tuple[str, bool], ...] = ()  # tree-sitter languages for --chunk-strategy auto
-    embed_model: str | None = None  # the configured embedding model file, when it is present
+    # The configured embedding model file when it is present, or its model at its endpoint.
+    embed_model: str | None = None
     embed_window: int | None = None  # tokens per vector window of that model (as last used by embed)
     model_threads: str | None = None  # the llama.cpp thread setting and where it comes from
     # Every setting with its source (flag, env, config, default): tansaku.precedence.SettingSource
@@ -460,6 +464,9 @@ class EmbedReport:
     vectors_per_second: float = 0.0  # vectors computed by the model (windows count one each)
     peak_memory_mb: float = 0.0
     warnings: list[Notice] = field(default_factory=list)
+    # For an endpoint model: where the text went and what it cost (requests, retries, texts,
+    # bytes_sent, prompt_tokens as the server reported them or None, seconds in HTTP).
+    remote: dict[str, Any] | None = None
 
 
 @_deferred(frozen=True)

@@ -54,6 +54,14 @@ def register(commands: Any) -> None:
         help="files to index (repeatable; comma lists and {a,b} groups; default **/*.md;"
         " transcripts: **/*.jsonl)",
     )
+    add.add_argument(
+        "--formats",
+        action="append",
+        default=[],
+        metavar="LIST",
+        help="also index these document formats: pdf, html, docx, epub (a comma list; adds their"
+        " masks, e.g. **/*.pdf, to --mask or to the default **/*.md; pdf needs the 'docs' extra)",
+    )
     add.add_argument("--ignore", action="append", default=[], metavar="GLOB", help="files or folders to skip")
     add.add_argument(
         "--chunk-strategy",
@@ -122,6 +130,10 @@ def _add(args: argparse.Namespace, out: Output) -> int:
         raise UsageError(
             "collection add needs a PATH", hint="give the folder to index, or --type claude|codex"
         )
+    if args.type != "files" and args.formats:
+        from ..errors import UsageError
+
+        raise UsageError("--formats is for folders of files, not transcripts", hint="leave out --formats")
     progress = DelayedProgress(enabled=sys.stdout.isatty() and out.fmt == "cli")
     if args.type != "files":
         try:
@@ -148,6 +160,7 @@ def _add(args: argparse.Namespace, out: Output) -> int:
             chunk_strategy=args.chunk_strategy,
             dry_run=args.dry_run,
             progress=progress,
+            formats=args.formats,
         )
     finally:
         progress.close()

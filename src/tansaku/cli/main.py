@@ -54,6 +54,7 @@ _COMMAND_GROUPS: dict[str, ModuleType] = {
     "models": models,
     "bench": bench,
     "mcp": serve,
+    "ui": serve,
     "completion": admin,
 }
 

@@ -40,10 +40,16 @@ def register(commands: Any) -> None:
     _common(pull, _pull)
 
     add = sub.add_parser(
-        "add", help="use a local GGUF file for ROLE in every index (the user-wide models file)"
+        "add",
+        help="use a local GGUF file, or a model on an OpenAI-compatible server, for ROLE in every index"
+        " (the user-wide models file)",
     )
     add.add_argument("role", choices=ROLES)
-    add.add_argument("path", help="a .gguf file")
+    add.add_argument(
+        "path",
+        help="a .gguf file, or an endpoint http(s)://HOST[:PORT]/v1#MODEL (its key comes from"
+        " TANSAKU_API_KEY, never the config)",
+    )
     _this_index_option(add)
     _common(add, _add)
 
@@ -93,12 +99,28 @@ def _common(parser: argparse.ArgumentParser, handler: Any) -> None:
     parser.set_defaults(handler=handler)
 
 
+def _where(ref: Any) -> str:
+    endpoint = ref.endpoint
+    if endpoint is None:
+        return str(ref.local_path)
+    machine = "this machine" if endpoint.loopback else "another machine"
+    return f"(none: model {endpoint.model!r} served at {endpoint.base_url}, {machine})"
+
+
 def _ref_data(ref: Any, dims: int | None) -> dict[str, Any]:
+    endpoint = ref.endpoint
     return {
         "role": ref.role,
         "reference": ref.reference,
         "source": ref.source,
-        "local_path": str(ref.local_path),
+        "local_path": str(ref.local_path) if endpoint is None else None,
+        "endpoint": None
+        if endpoint is None
+        else {
+            "base_url": endpoint.base_url,
+            "model": endpoint.model,
+            "loopback": endpoint.loopback,
+        },
         "present": ref.present,
         "size": ref.size,
         "dims": dims,
@@ -113,16 +135,17 @@ def _list(args: argparse.Namespace, out: Output) -> int:
 
     config_path = api_for(args).config_path
     refs = registry.resolve_all(config_path)
-    dims = {r.role: registry.embedding_length(r.local_path) if r.present else None for r in refs}
+    dims = {r.role: _dims(r) for r in refs}
     user_file = registry.user_models_path(config_path)
     rows = [["role", "status", "size", "dims", "source", "reference"]]
     for r in refs:
-        shown_dims = "-" if not r.present else str(dims[r.role] or "?")
+        shown_dims = "-" if not r.present or r.endpoint is not None else str(dims[r.role] or "?")
         size = human_size(r.size) if r.size is not None else "-"
         source = SOURCE_SHOWN.get(r.source, r.source)
-        rows.append([r.role, "present" if r.present else "missing", size, shown_dims, source, r.reference])
+        status = "remote" if r.endpoint is not None else "present" if r.present else "missing"
+        rows.append([r.role, status, size, shown_dims, source, r.reference])
     lines = table(rows, right=frozenset({2, 3}))
-    lines += ["", "local files:"] + [f"  {r.role:<9} {r.local_path}" for r in refs]
+    lines += ["", "local files:"] + [f"  {r.role:<9} {_where(r)}" for r in refs]
     threads = thread_setting(config_path)
     lines += ["", f"threads: {threads.describe()}" + (f" ({threads.problem})" if threads.problem else "")]
     lines += [
@@ -160,6 +183,9 @@ def _pull(args: argparse.Namespace, out: Output) -> int:
     refs = [registry.resolve(role, config_path) for role in asked or ROLES]
     lines: list[str] = []
     for ref in refs:
+        if ref.endpoint is not None:
+            lines.append(f"{ref.role}: served by {ref.endpoint.base_url}; nothing to download")
+            continue
         if ref.hf is None and not ref.present and asked:
             raise ModelMissing(
                 f"the {ref.role} model is a local file that does not exist: {ref.local_path}",
@@ -187,7 +213,7 @@ def _pull(args: argparse.Namespace, out: Output) -> int:
         lines.append("nothing to download")
     out.render(
         {
-            "pulled": [_ref_data(r, registry.embedding_length(r.local_path)) for r in pulled],
+            "pulled": [_ref_data(r, _dims(r)) for r in pulled],
             "skipped": [r.role for r in refs if r.role not in {w.role for w in wanted}],
             "message": "\n".join(lines),
         }
@@ -201,11 +227,12 @@ def _add(args: argparse.Namespace, out: Output) -> int:
     from ..models import registry
 
     config_path = api_for(args).config_path
-    done = registry.register(args.role, Path(args.path), config_path, scope=_scope(args))
+    target = args.path if registry.is_endpoint(args.path) else Path(args.path)
+    done = registry.register(args.role, target, config_path, scope=_scope(args))
     ref = done.ref
     out.render(
         {
-            **_ref_data(ref, registry.embedding_length(ref.local_path)),
+            **_ref_data(ref, _dims(ref)),
             "config": str(done.saved_in),
             "scope": _scope(args),
             "dropped_from_index": done.dropped_from_index,
@@ -227,10 +254,15 @@ def registered_message(done: Any, given: str, scope: str) -> str:
     if ref.source == "env":  # the environment variable wins over the file just written
         return (
             f"{ref.role}: saved {given} in {done.saved_in}, but {registry.env_var(ref.role)} is set"
-            f" and wins over the config: {ref.role} still uses {ref.local_path}; unset it to use the new file"
+            f" and wins over the config: {ref.role} still uses {_uses(ref)}; unset it to use the new file"
         )
     where = "this index" if scope == "index" else "every index"
-    lines = [f"{ref.role}: now uses {ref.local_path} in {where} (saved in {done.saved_in})"]
+    lines = [f"{ref.role}: now uses {_uses(ref)} in {where} (saved in {done.saved_in})"]
+    if ref.endpoint is not None:
+        lines.append(
+            f"the API key, if the server needs one, comes from TANSAKU_API_KEY (or the variable"
+            f" [models] {ref.role}_api_key_env names); `tansaku doctor` checks the endpoint"
+        )
     if done.dropped_from_index:
         lines.append(
             f"this index's own {ref.role} choice ({done.dropped_from_index}) was removed from its config"
@@ -247,7 +279,26 @@ def registered_message(done: Any, given: str, scope: str) -> str:
 def path_given(args: argparse.Namespace) -> str:
     import os
 
+    from ..models import registry
+
+    if registry.is_endpoint(args.path):
+        return registry.parse_endpoint(args.path).reference
     return os.path.abspath(os.path.expanduser(args.path))
+
+
+def _dims(ref: Any) -> int | None:
+    """A local file's dimensions from its header; an endpoint's are known only by asking it
+    (`doctor` does)."""
+    from ..models import registry
+
+    if ref.endpoint is not None or not ref.present:
+        return None
+    return registry.embedding_length(ref.local_path)
+
+
+def _uses(ref: Any) -> str:
+    """What the role uses, as a person reads it: the file, or the model at its server."""
+    return ref.endpoint.reference if ref.endpoint is not None else str(ref.local_path)
 
 
 def _import(args: argparse.Namespace, out: Output) -> int:
@@ -297,6 +348,13 @@ def _path(args: argparse.Namespace, out: Output) -> int:
     from ..models import registry
 
     ref = registry.resolve(args.role, api_for(args).config_path)
+    if ref.endpoint is not None:
+        raise ModelMissing(
+            f"the {ref.role} model is served by {ref.endpoint.base_url} (model {ref.endpoint.model!r}):"
+            " there is no local file",
+            role=ref.role,
+            reference=ref.reference,
+        )
     if not ref.present:
         if ref.hf is not None:
             hint = (

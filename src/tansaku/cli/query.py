@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import UsageError
 from ..limits import MAX_QUERY_TERMS
 from ..options import check_pack_options
 from .common import Output, add_format_options, add_index_option, add_query_argument, api_for
@@ -123,6 +124,7 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
         "rerank": not args.no_rerank,
         "rerank_budget": args.rerank_budget,
         "levels": levels if any(levels.values()) else None,
+        "where": args.where,
     }
 
 
@@ -146,6 +148,7 @@ def _query(args: argparse.Namespace, out: Output) -> int:
         full=args.full,
         candidate_limit=args.candidate_limit,
         explain=args.explain,
+        fields=args.fields,
         **_model_options(args),
     )
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
@@ -153,6 +156,8 @@ def _query(args: argparse.Namespace, out: Output) -> int:
 
 
 def _pack(args: argparse.Namespace, out: Output) -> int:
+    if args.fields:
+        raise UsageError("--pack does not take --fields", hint="a pack cites passages; search with --fields")
     result = api_for(args).pack(
         " ".join(args.query),
         collections=args.collections,

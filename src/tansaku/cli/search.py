@@ -57,6 +57,21 @@ def add_result_options(
     parser.add_argument(
         "--full-path", action="store_true", help="show disk paths instead of tansaku:// paths"
     )
+    add_field_options(parser)
+
+
+def add_field_options(parser: argparse.ArgumentParser) -> None:
+    """--where and --fields: front-matter fields (YAML or TOML) of Markdown files."""
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="only documents whose front matter has FIELD=VALUE (any element of a list; any case);"
+        " also FIELD!=VALUE, and FIELD>=, <=, >, < a date (2024-05-01) or number; repeatable, all"
+        " must hold; filters before -n",
+    )
+    parser.add_argument("--fields", action="store_true", help="show each result's front-matter fields")
 
 
 def add_transcript_options(parser: argparse.ArgumentParser) -> None:
@@ -119,7 +134,11 @@ def register(commands: Any) -> None:
     get = commands.add_parser(
         "get", help="print a document (or part of it) by path, tansaku:// path or #docid"
     )
-    get.add_argument("ref", metavar="REF[:FROM[:COUNT]]")
+    get.add_argument(
+        "ref",
+        metavar="REF[:FROM[:COUNT]]",
+        help="a document, optionally from line FROM (COUNT lines); a PDF's page: REF:page=N",
+    )
     get.add_argument(
         "--from", type=positive_int, dest="from_line", metavar="LINE", help="first line (1-based)"
     )
@@ -214,6 +233,8 @@ def _search(args: argparse.Namespace, out: Output) -> int:
         limit=limit,
         min_score=args.min_score,
         full=args.full,
+        where=args.where,
+        fields=args.fields,
     )
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
     return 0

@@ -56,11 +56,35 @@ def register(commands: Any) -> None:
         help=f"--http: a request's work stops after this long, with REQUEST_TIMEOUT "
         f"(default {DEFAULT_REQUEST_TIMEOUT_S:g})",
     )
+    mcp.add_argument(
+        "--open",
+        action="store_true",
+        help="--http: open the search page in the browser once the server answers",
+    )
     # Set on the command the daemon runs, so that it says what it is.
     mcp.add_argument("--as-daemon", action="store_true", help=argparse.SUPPRESS)
     add_index_option(mcp)
     add_format_options(mcp, ("cli", "json"))
     mcp.set_defaults(handler=_mcp)
+
+    ui = commands.add_parser(
+        "ui",
+        help="open the search page in the browser (starts the server, a daemon, if none runs for this index)",
+        description="Print the search page's address and open it in the browser (Python's webbrowser:"
+        " BROWSER, else the system's). The daemon that `tansaku mcp --http --daemon` starts is used"
+        " when it runs for this index; otherwise one is started on --port, and keeps serving until"
+        " `tansaku mcp stop`.",
+    )
+    ui.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        help=f"the port of a server it starts (default {DEFAULT_PORT}); a running daemon keeps its own",
+    )
+    ui.add_argument("--no-open", action="store_true", help="print the address only; open no browser")
+    add_index_option(ui)
+    add_format_options(ui, ("cli", "json"))
+    ui.set_defaults(handler=_ui)
 
 
 def _port(text: str) -> int:
@@ -102,7 +126,8 @@ def _mcp(args: argparse.Namespace, out: Output) -> int:
         out.render(dataclasses.asdict(info))
         return 0 if args.action == "stop" or info.running else 1
     if not args.http:
-        given = [f for f, on in (("--daemon", args.daemon), ("--allow-remote", args.allow_remote)) if on]
+        flags = (("--daemon", args.daemon), ("--allow-remote", args.allow_remote), ("--open", args.open))
+        given = [f for f, on in flags if on]
         if given:
             raise UsageError(f"{', '.join(given)} needs --http")
         _require_server_stack()
@@ -124,24 +149,81 @@ def _mcp(args: argparse.Namespace, out: Output) -> int:
         )
     )
     if args.daemon:
-        if settings.port == 0:
-            raise UsageError("--daemon needs a fixed --port", hint=f"the default is {DEFAULT_PORT}")
-        argv = ["mcp", "--http", "--host", settings.host, "--port", str(settings.port), "--as-daemon"]
-        argv += ["--allow-remote"] if settings.allow_remote else []
-        argv += ["--request-timeout", f"{settings.deadline_s:g}"]
-        argv += ["--index", index] if index else []
-        info = daemon.start(index, argv, settings.url, settings.token)
+        info = daemon.start(index, _daemon_argv(settings, index), settings.url, settings.token)
         lines = [
             f"started the tansaku daemon: {info.url}/mcp (pid {info.pid})",
+            f"  search page: {info.url}/",
             f"  log:    {info.log_file}",
             f"  config: {info.config}",
             f"  index:  {info.index}",
             "  stop:   tansaku mcp stop" + (f" --index {index}" if index else ""),
         ]
-        out.render({**dataclasses.asdict(info), "message": "\n".join(lines)})
+        opened = _open(f"{info.url}/", args.open)
+        if opened is not None:
+            lines.append(_opened_line(opened))
+        out.render({**dataclasses.asdict(info), "opened": opened, "message": "\n".join(lines)})
         return 0
     try:
-        serve(index, settings, daemon.in_use_by(index))
+        serve(index, settings, daemon.in_use_by(index), open_page=args.open)
     except KeyboardInterrupt:
         sys.stderr.write("stopped\n")
+    return 0
+
+
+def _daemon_argv(settings: Any, index: str | None) -> list[str]:
+    """The foreground server's command line that the daemon runs."""
+    from ..errors import UsageError
+
+    if settings.port == 0:
+        raise UsageError(
+            "a server in the background needs a fixed --port", hint=f"the default is {DEFAULT_PORT}"
+        )
+    argv = ["mcp", "--http", "--host", settings.host, "--port", str(settings.port), "--as-daemon"]
+    argv += ["--allow-remote"] if settings.allow_remote else []
+    argv += ["--request-timeout", f"{settings.deadline_s:g}"]
+    argv += ["--index", index] if index else []
+    return argv
+
+
+def _open(url: str, wanted: bool) -> bool | None:
+    """Whether a browser took the page (None: not asked to open one)."""
+    if not wanted:
+        return None
+    from ..serve.browser import open_page
+
+    return open_page(url)
+
+
+def _opened_line(opened: bool) -> str:
+    return (
+        "  opened in your browser"
+        if opened
+        else "  no browser could be opened here: open the address yourself"
+    )
+
+
+def _ui(args: argparse.Namespace, out: Output) -> int:
+    _require_server_stack()
+    from ..serve import daemon
+    from ..serve.http import Settings, check_settings
+
+    index = getattr(args, "index", None)
+    stop = "tansaku mcp stop" + (f" --index {index}" if index else "")
+    running = daemon.running(index)
+    if running is not None:
+        pid, base = running["pid"], str(running.get("url"))
+        how = f"the tansaku daemon already serving this index (pid {pid}; stop: `{stop}`)"
+    else:
+        settings = check_settings(
+            Settings(DEFAULT_HOST, args.port, mode="daemon", deadline_s=DEFAULT_REQUEST_TIMEOUT_S)
+        )
+        info = daemon.start(index, _daemon_argv(settings, index), settings.url, settings.token)
+        pid, base = info.pid, str(info.url)
+        how = f"started the tansaku daemon (pid {pid}; log: {info.log_file}; stop: `{stop}`)"
+    url = f"{base}/"
+    opened = _open(url, not args.no_open)
+    lines = [f"search page: {url}", f"  {how}"] + ([] if opened is None else [_opened_line(opened)])
+    out.render(
+        {"url": url, "pid": pid, "started": running is None, "opened": opened, "message": "\n".join(lines)}
+    )
     return 0

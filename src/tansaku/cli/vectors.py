@@ -26,8 +26,9 @@ EXIT_INTERRUPTED = 130
 def register(commands: Any) -> None:
     embed = commands.add_parser(
         "embed",
-        help="compute vectors for chunks that have none (local model)",
-        description="Compute vectors for chunks that have none, with the local embed model. On a"
+        help="compute vectors for chunks that have none (local model or configured endpoint)",
+        description="Compute vectors for chunks that have none, with the embed model (a local file,"
+        " or an OpenAI-compatible endpoint when one is configured). On a"
         " terminal a progress bar shows how far it is; otherwise (a log, a pipe) a line on stderr"
         f" every {DEFAULT_INTERVAL_S:g} s ({INTERVAL_ENV} sets the seconds) gives done, total,"
         " rate and time left.",
@@ -40,6 +41,11 @@ def register(commands: Any) -> None:
         "-f", "--force", action="store_true", help="recompute every vector of these collections"
     )
     embed.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's own log lines")
+    embed.add_argument(
+        "-y", "--yes", action="store_true",
+        help="agree to send chunk text to the configured endpoint when it is another machine"
+        " (asked once per endpoint; recorded as [models] remote_ok)",
+    )  # fmt: skip
     add_index_option(embed)
     add_format_options(embed, ("cli", "json"))
     embed.set_defaults(handler=_embed)
@@ -68,7 +74,7 @@ def _embed(args: argparse.Namespace, out: Output) -> int:
     progress = embed_progress(out.fmt)
     try:
         report = api_for(args).embed(
-            args.collections, force=args.force, progress=progress, verbose=args.verbose
+            args.collections, force=args.force, progress=progress, verbose=args.verbose, consent=args.yes
         )
     finally:
         progress.close()
@@ -99,6 +105,8 @@ def _vsearch(args: argparse.Namespace, out: Output) -> int:
         min_score=args.min_score,
         full=args.full,
         verbose=args.verbose,
+        where=args.where,
+        fields=args.fields,
     )
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
     return 0

@@ -338,6 +338,10 @@ def _models_record(api: Any, modes: Sequence[str]) -> dict[str, object]:
         if not ref.present:
             record[role] = {"reference": ref.reference, "present": False}
             continue
+        if ref.endpoint is not None:
+            # A served model has no file to hash: its name at its server is all that is known.
+            record[role] = {"reference": ref.reference, "endpoint": ref.endpoint.base_url}
+            continue
         record[role] = {
             "reference": ref.reference,
             "path": str(ref.local_path),

@@ -72,18 +72,56 @@ def fuse_retrievals(
     keyword line is then not weighed by how many of the query's words it keeps.
     """
     started = time.perf_counter() if started is None else started
-    by_list: dict[str, dict[str, Hit]] = {}
-    lists = []
     query_keyword = next((r for r in retrievals if r.kind == "keyword"), None)
     first_defines = query_keyword is not None and _first_defines(query_keyword.result)
+    lists = _weighed_lists(query, retrievals, name_lookup, typed_lines, first_defines)
+    fused = fuse(lists, limit=None)
+    lead: list[str] = []
+    if name_lookup and first_defines and query_keyword is not None:
+        fused, lead = _definitions_first(fused, query_keyword.result)
+    counted = [ranked.name for ranked in lists if ranked.weight > 0 and ranked.keys]
+    best_possible = sum(r.weight / (K + 1) for r in lists if r.name in counted) + (
+        TOP_BONUS if counted else 0.0
+    )
+    ranked_hits = _scored(fused[:candidate_limit], retrievals, best_possible, min_score)
+    shown = ranked_hits if limit is None else ranked_hits[:limit]
+    explanation = None
+    if explain:
+        explanation = _explanation(lists, shown, notes, best_possible, lead)
+    return SearchResult(
+        query=query,
+        mode="query",
+        hits=tuple(hit for _, hit in shown),
+        total=len(ranked_hits),
+        limit=limit,
+        warnings=tuple(_query_notices(retrievals, warnings)),
+        took_ms=(time.perf_counter() - started) * 1000,
+        collections=retrievals[0].result.collections if retrievals else (),
+        total_exact=not any(r.result.total > len(r.result.hits) for r in retrievals),
+        used=_used({r.name: r.kind for r in retrievals}, counted),
+        explain=explanation,
+        pinned=min(len(lead), len(shown)),
+    )
+
+
+def _weighed_lists(
+    query: str,
+    retrievals: Sequence[Retrieval],
+    name_lookup: bool,
+    typed_lines: bool,
+    first_defines: bool,
+) -> list[RankedList]:
+    """Each retrieval as a ranked list with its weight and the reason for it (what `--explain`
+    shows): the query's own lists by trust, added lines by their share of the query."""
+    query_keyword = next((r for r in retrievals if r.kind == "keyword"), None)
     keyword_sure = first_defines or (
         query_keyword is not None
         and keyword_confidence([hit.score for hit in query_keyword.result.hits]) >= SURE_KEYWORD_GAP
     )
+    lists = []
     original_weights: dict[str, float] = {}
     for retrieval in retrievals:
         result = retrieval.result
-        by_list[retrieval.name] = {hit.virtual_path: hit for hit in result.hits}
         scale = retrieval.base_weight / ORIGINAL_WEIGHT
         if retrieval.kind == "keyword":
             top = result.hits[0] if result.hits else None
@@ -98,63 +136,78 @@ def fuse_retrievals(
                 peak=vector_peak([hit.score for hit in result.hits]),
             )
         if scale != 1.0:
-            added = f"an added line (an expansion, or a further typed line: x{scale:g})"
-            reason = reason.replace("original query", added, 1)
-            # An added line never counts for more than its share of the query's own list of its
-            # kind: a line that matches all of its own words ("apt 卸载 命令" for "apt 下载 限速")
-            # would otherwise outweigh a query whose best match lacks one of them.
             ceiling = original_weights.get(retrieval.kind)
-            if ceiling is not None and weight > ceiling:
-                weight = ceiling
-                reason += f"; capped at the query's own {retrieval.kind} list"
-            if retrieval.kind == "keyword" and not typed_lines:
-                # A keyword variant weighs by the share of the query's words it keeps; under half,
-                # it is another search, and one that adds only asking words is the query again.
-                # Both were measured with Gemma 270M's lines (query-expanded, 14 sets): only
-                # zh-docs moved, apt 源 配置 3 -> 2 and 怎么更改系统默认的文本编辑器 6 -> 4.
-                kept = _kept_share(query, result.query)
-                if kept < 1.0:
-                    weight *= kept
-                    reason += f"; it keeps {kept:.0%} of the query's terms"
-                if kept < 0.5:
-                    weight = 0.0
-                    reason += " (under half: left out)"
-                if _adds_nothing(query, result.query):
-                    weight = 0.0
-                    reason += "; it adds no word the query lacks (left out)"
+            weight, reason = _added_line_weight(query, retrieval, weight, reason, scale, ceiling, typed_lines)
         else:
             original_weights.setdefault(retrieval.kind, weight)
         lists.append(_ranked(retrieval.name, result, weight * scale, reason))
-    fused = fuse(lists, limit=None)
-    lead: list[str] = []
-    if name_lookup and first_defines and query_keyword is not None:
-        fused, lead = _definitions_first(fused, query_keyword.result)
-    counted = [ranked.name for ranked in lists if ranked.weight > 0 and ranked.keys]
-    best_possible = sum(r.weight / (K + 1) for r in lists if r.name in counted) + (
-        TOP_BONUS if counted else 0.0
-    )
+    return lists
+
+
+def _added_line_weight(
+    query: str,
+    retrieval: Retrieval,
+    weight: float,
+    reason: str,
+    scale: float,
+    ceiling: float | None,
+    typed_lines: bool,
+) -> tuple[float, str]:
+    """The weight of an added line (an expansion, or a further typed line of a query document)."""
+    added = f"an added line (an expansion, or a further typed line: x{scale:g})"
+    reason = reason.replace("original query", added, 1)
+    # An added line never counts for more than its share of the query's own list of its kind: a
+    # line that matches all of its own words ("apt 卸载 命令" for "apt 下载 限速") would otherwise
+    # outweigh a query whose best match lacks one of them.
+    if ceiling is not None and weight > ceiling:
+        weight = ceiling
+        reason += f"; capped at the query's own {retrieval.kind} list"
+    if retrieval.kind == "keyword" and not typed_lines:
+        # A keyword variant weighs by the share of the query's words it keeps; under half, it is
+        # another search, and one that adds only asking words is the query again. Both were
+        # measured with Gemma 270M's lines (query-expanded, 14 sets): only zh-docs moved, apt 源
+        # 配置 3 -> 2 and 怎么更改系统默认的文本编辑器 6 -> 4.
+        kept = _kept_share(query, retrieval.result.query)
+        if kept < 1.0:
+            weight *= kept
+            reason += f"; it keeps {kept:.0%} of the query's terms"
+        if kept < 0.5:
+            weight = 0.0
+            reason += " (under half: left out)"
+        if _adds_nothing(query, retrieval.result.query):
+            weight = 0.0
+            reason += "; it adds no word the query lacks (left out)"
+    return weight, reason
+
+
+def _scored(
+    fused: Sequence[Fused], retrievals: Sequence[Retrieval], best_possible: float, min_score: float
+) -> list[tuple[Fused, Hit]]:
+    """The fused candidates at or above ``min_score``, each with its hit scored 0..1. A document's
+    passage comes from the list that ranked it best (keyword first on a tie), so the snippet shows
+    why it was found."""
     kinds = {r.name: r.kind for r in retrievals}
-    hits = {}
-    for f in fused:
-        # The document's own passage comes from the list that ranked it best (keyword first on a
-        # tie), so the snippet shows why it was found.
-        best = min(f.contributions, key=lambda c: (c.rank, kinds[c.list_name] != "keyword"))
-        hits[f.key] = by_list[best.list_name][f.key]
+    by_list = {r.name: {hit.virtual_path: hit for hit in r.result.hits} for r in retrievals}
     ranked_hits = []
-    for f in fused[:candidate_limit]:
+    for f in fused:
+        best = min(f.contributions, key=lambda c: (c.rank, kinds[c.list_name] != "keyword"))
         score = min(1.0, f.score / best_possible) if best_possible else 0.0
         if score >= min_score:
-            ranked_hits.append((f, replace(hits[f.key], score=score)))
-    shown = ranked_hits if limit is None else ranked_hits[:limit]
-    capped = any(r.result.total > len(r.result.hits) for r in retrievals)
+            ranked_hits.append((f, replace(by_list[best.list_name][f.key], score=score)))
+    return ranked_hits
+
+
+def _used(kinds: dict[str, str], counted: Sequence[str]) -> str:
     used_kinds = {kinds[name] for name in counted}
-    used = (
-        "keyword+vector"
-        if used_kinds == {"keyword", "vector"}
-        else ("vector" if used_kinds == {"vector"} else "keyword")
-    )
-    # What the user typed may be partly absent; that an added line is too says nothing to them.
-    notices = _unique(
+    if used_kinds == {"keyword", "vector"}:
+        return "keyword+vector"
+    return "vector" if used_kinds == {"vector"} else "keyword"
+
+
+def _query_notices(retrievals: Sequence[Retrieval], warnings: Sequence[Notice]) -> list[Notice]:
+    """The warnings, then the lists' own: what the user typed may be partly absent (PARTIAL_MATCH),
+    but that an added line is says nothing to them."""
+    return _unique(
         [
             *warnings,
             *(
@@ -165,49 +218,42 @@ def fuse_retrievals(
             ),
         ]
     )
-    explanation = None
-    if explain:
-        explanation = QueryExplanation(
-            lists=tuple(ListWeight(r.name, r.weight, r.reason, len(r.keys)) for r in lists),
-            hits=tuple(
-                HitExplanation(
-                    f.key,
-                    tuple(ListRank(c.list_name, c.rank, c.score, c.rrf) for c in f.contributions),
-                    f.bonus,
-                    f.score,
-                    rrf_rank,
-                )
-                for rrf_rank, (f, _) in enumerate(shown, start=1)
-            ),
-            notes=(
-                *notes,
-                f"RRF: weight / ({K} + rank) per list, +{TOP_BONUS} for a first place "
-                f"(+0.02 for ranks 2-3), scaled by the list's weight against {FULL_WEIGHT}",
-                f"scores are the fused sum over the best possible ({best_possible:.4f})",
-                *(
-                    [
-                        f"definitions first: a name lookup whose first keyword result defines it;"
-                        f" keyword search's definers among its first {DEFINITIONS_LEAD} lead: "
-                        + ", ".join(lead)
-                    ]
-                    if lead
-                    else []
-                ),
-            ),
-        )
-    return SearchResult(
-        query=query,
-        mode="query",
-        hits=tuple(hit for _, hit in shown),
-        total=len(ranked_hits),
-        limit=limit,
-        warnings=tuple(notices),
-        took_ms=(time.perf_counter() - started) * 1000,
-        collections=retrievals[0].result.collections if retrievals else (),
-        total_exact=not capped,
-        used=used,
-        explain=explanation,
-        pinned=min(len(lead), len(shown)),
+
+
+def _explanation(
+    lists: Sequence[RankedList],
+    shown: Sequence[tuple[Fused, Hit]],
+    notes: Sequence[str],
+    best_possible: float,
+    lead: Sequence[str],
+) -> QueryExplanation:
+    definitions = (
+        [
+            f"definitions first: a name lookup whose first keyword result defines it; keyword"
+            f" search's definers among its first {DEFINITIONS_LEAD} lead: " + ", ".join(lead)
+        ]
+        if lead
+        else []
+    )
+    return QueryExplanation(
+        lists=tuple(ListWeight(r.name, r.weight, r.reason, len(r.keys)) for r in lists),
+        hits=tuple(
+            HitExplanation(
+                f.key,
+                tuple(ListRank(c.list_name, c.rank, c.score, c.rrf) for c in f.contributions),
+                f.bonus,
+                f.score,
+                rrf_rank,
+            )
+            for rrf_rank, (f, _) in enumerate(shown, start=1)
+        ),
+        notes=(
+            *notes,
+            f"RRF: weight / ({K} + rank) per list, +{TOP_BONUS} for a first place "
+            f"(+0.02 for ranks 2-3), scaled by the list's weight against {FULL_WEIGHT}",
+            f"scores are the fused sum over the best possible ({best_possible:.4f})",
+            *definitions,
+        ),
     )
 
 

@@ -1,7 +1,7 @@
 """The final order of `query`: rerank scores blended with the fused rank.
 
 Pure: the fused order and the scores in, the order and scores out. A candidate the reranker
-scored gets ``blend(rrf_rank, score)`` (models/rerank.py): the fused rank weighs 0.75 in the top
+scored gets ``blend(rrf_rank, score)`` (blend.py): the fused rank weighs 0.75 in the top
 three, 0.60 to ten, 0.40 after, so a weak reranker cannot push a strong hit out. A candidate
 whose place no score can change (the first: ``fixed_ranks``) keeps it unscored, at the least the
 blend could give it. Candidates the budget did not reach follow in their fused order, each scored
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..models.rerank import blend, fixed_ranks
+from .blend import blend, fixed_ranks
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,14 @@ class SearchIndex(Protocol):
     def config_path(self) -> Path: ...
     def config(self) -> Any: ...
     def search(
-        self, query: str, *, collections: Sequence[str], limit: int | None, full: bool, snippets: bool
+        self,
+        query: str,
+        *,
+        collections: Sequence[str],
+        limit: int | None,
+        full: bool,
+        snippets: bool,
+        where: Sequence[str] = (),
     ) -> SearchResult: ...
     def search_levels(
         self, query: str, *, collections: Sequence[str], limit: int | None, full: bool, **levels: Any
@@ -58,6 +65,7 @@ class SearchIndex(Protocol):
         snippets: bool,
         verbose: bool = False,
         levels: Any = None,
+        where: Sequence[str] = (),
     ) -> Any: ...
 
 
@@ -73,9 +81,12 @@ def query_steps(
     rerank: bool = True,
     budget: float | None = None,
     levels: dict[str, Any] | None = None,
+    where: Sequence[str] = (),
 ) -> Iterator[QuerySteps]:
     """``levels`` (level, roles, since, until, project): transcript collections are searched by
-    turn and aggregated to that level on both sides, so the lists name the same units."""
+    turn and aggregated to that level on both sides, so the lists name the same units.
+    ``where``: both lists keep only the documents whose front-matter fields pass (api.py leaves
+    transcript collections out then)."""
     from ..search.keyword import add_snippets, is_name_lookup
     from ..store.llm_cache import open_cache
 
@@ -84,10 +95,10 @@ def query_steps(
     def keyword(text: str) -> SearchResult:
         if levels:
             return index.search_levels(text, collections=collections, limit=pool, full=full, **levels)
-        return index.search(text, collections=collections, limit=pool, full=full, snippets=False)
+        return index.search(text, collections=collections, limit=pool, full=full, snippets=False, where=where)
 
     def vectors(texts: Sequence[str]) -> VectorBatch:
-        return _vector_batch(index, conn, texts, collections, pool, full, levels)
+        return _vector_batch(index, conn, texts, collections, pool, full, levels, where)
 
     def expansion(query: str, intent: str | None) -> Any:
         from ..models.generate import expand_query
@@ -138,8 +149,11 @@ def query_steps(
             )
             skipped = Notice(RERANK_FAILED, why)
             return Reranked(scores=[(key, None) for key, _ in candidates], warnings=[skipped])
+        from .blend import fixed_ranks
+
         seconds = rerank_budget(budget)
-        return rerank(query, candidates, scorer, cache, budget=seconds, first_rank=first_rank)
+        unmovable = {rank - first_rank for rank in fixed_ranks(len(candidates), first_rank)}
+        return rerank(query, candidates, scorer, cache, budget=seconds, unmovable=unmovable)
 
     def rerank_room(count: int, first_rank: int) -> Notice | None:
         from ..models.rerank import budget_too_short
@@ -147,7 +161,10 @@ def query_steps(
         scorer, _ = rerank_model()
         if scorer is None:
             return None  # reranking says why
-        return budget_too_short(scorer.model_sha256, rerank_budget(budget), count, cache, first_rank)
+        from .blend import fixed_ranks
+
+        unmovable = len(fixed_ranks(count, first_rank))
+        return budget_too_short(scorer.model_sha256, rerank_budget(budget), count, cache, unmovable)
 
     try:
         yield QuerySteps(
@@ -200,6 +217,7 @@ def _vector_batch(
     pool: int | None,
     full: bool,
     levels: dict[str, Any] | None = None,
+    where: Sequence[str] = (),
 ) -> VectorBatch:
     """The vector side of `query`: each text without its exclusions is embedded (one batch), and
     the documents the exclusions rule out are dropped from its results."""
@@ -219,11 +237,11 @@ def _vector_batch(
         from ..search.transcripts import files_only, turn_query
 
         if not files_only(index.config(), collections):
-            where = [levels.get(key) for key in ("level", "roles", "since", "until", "project")]
-            request = turn_query(plain[wanted[0]], where[0], where[1] or (), *where[2:], pool, 0.0, full)
+            asked = [levels.get(key) for key in ("level", "roles", "since", "until", "project")]
+            request = turn_query(plain[wanted[0]], asked[0], asked[1] or (), *asked[2:], pool, 0.0, full)
     try:
         found = index.vector_search_texts(
-            [plain[i] for i in wanted], collections, pool, 0.0, full, False, levels=request
+            [plain[i] for i in wanted], collections, pool, 0.0, full, False, levels=request, where=where
         )
     except NoVectors as exc:
         why = f"{exc.message}; keyword results only ({exc.hint})"

@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import UsageError
+from ..errors import EndpointError, UsageError
 from ..models.llama import file_sha256
 from ..models.prompts import PromptFormat
 from ..store import db
@@ -70,6 +70,7 @@ class ModelIdentity:
     size: int
     mtime_ns: int
     prompt: PromptFormat
+    dims: int | None = None  # an endpoint model's, part of its identity; a file's is in its header
 
     @property
     def fingerprint(self) -> str:
@@ -87,6 +88,19 @@ def model_identity(conn: Any, path: str, prompt: PromptFormat) -> ModelIdentity:
         ):
             return ModelIdentity(path, known.model_sha256, st.st_size, st.st_mtime_ns, prompt)
     return ModelIdentity(path, file_sha256(path), st.st_size, st.st_mtime_ns, prompt)
+
+
+def remote_identity(endpoint: Any, dims: int, prompt: PromptFormat) -> ModelIdentity:
+    """A served model's identity: its name and dimensions (``Endpoint.identity``) stand where a
+    file's hash does, so switching between a file and an endpoint marks vectors stale the same way."""
+    return ModelIdentity(endpoint.reference, endpoint.identity(dims), 0, 0, prompt, dims)
+
+
+def known_remote(known: Sequence[vec.EmbedModelRecord], endpoint: Any) -> vec.EmbedModelRecord | None:
+    """The latest record of vectors from ``endpoint``'s model (at whatever dimensions it had), on
+    any host: no request needed."""
+    mine = [k for k in known if k.model_sha256 == endpoint.identity(k.dims)]
+    return mine[-1] if mine else None
 
 
 def current_fingerprint(known: Sequence[vec.EmbedModelRecord], path: str) -> str | None:
@@ -197,15 +211,17 @@ def embed_collections(
     *,
     force: bool = False,
     progress: Callable[[str], Progress | None] | None = None,
+    identity: ModelIdentity | None = None,
 ) -> EmbedReport:
+    """``identity``: the model's, when it is not a file to hash (an endpoint: ``remote_identity``)."""
     started = time.perf_counter()
     with exclusive_lock(index_path, "embed"):
         conn = db.open_write(index_path)
         try:
             vec.load_extension(conn)
-            return _run(
-                conn, index_path, collections, model_path, prompt, load_embedder, force, progress, started
-            )
+            if identity is None:
+                identity = model_identity(conn, model_path, prompt)
+            return _run(conn, index_path, collections, identity, load_embedder, force, progress, started)
         finally:
             conn.close()
 
@@ -214,20 +230,19 @@ def _run(
     conn: Any,
     index_path: Path,
     collections: Sequence[Collection],
-    model_path: str,
-    prompt: PromptFormat,
+    identity: ModelIdentity,
     load_embedder: Callable[[], Embedder],
     force: bool,
     progress: Callable[[str], Progress | None] | None,
     started: float,
 ) -> EmbedReport:
-    identity = model_identity(conn, model_path, prompt)
+    prompt = identity.prompt
     fingerprint = identity.fingerprint
     with db.write_lock(conn, index_path, "embed"):
         # Remember this file's name, size and mtime so later runs and `status` need not hash it.
         vec.remember_model_file(conn, fingerprint, identity.path, identity.size, identity.mtime_ns)
     embedder: Embedder | None = None
-    report = EmbedReport(model_path, fingerprint, prompt.name, 0, 0, [])
+    report = EmbedReport(identity.path, fingerprint, prompt.name, 0, 0, [])
     computed = chunks_done = 0
     try:
         for collection in collections:
@@ -398,7 +413,9 @@ def _embed_resilient(
         return [], {}
     try:
         return list(embedder.embed([u.text for u in units])), {}
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, EndpointError):
+        # An endpoint that is down, refusing or rate-limiting fails every text alike: stop the run
+        # with its error (finished batches are kept) rather than try each text and record each.
         raise
     except Exception:  # a model error on one text must not stop the run
         pass
@@ -407,7 +424,7 @@ def _embed_resilient(
     for unit in units:
         try:
             vectors.append(embedder.embed([unit.text])[0])
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, EndpointError):
             raise
         except Exception as exc:
             vectors.append(None)

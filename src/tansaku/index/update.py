@@ -16,15 +16,20 @@ from pathlib import Path
 
 from ..chunking import ChunkParams
 from ..config.masks import MaskMatcher, expand_masks
+from ..fields import frontmatter
 from ..paths import is_within
+from ..sources.formats import format_of
 from ..sources.outline import outline
 from ..sources.reader import INDEXER_VERSION, ReadDocument, line_count, read_document
 from ..sources.walk import FoundFile, walk_collection
 from ..store.backend import chunks as chunk_store
 from ..store.backend import documents as store
+from ..store.backend import extractions as extraction_store
 from ..text.cjk import segment
-from ..types import Collection, CollectionUpdate, SkippedFile
+from ..types import Collection, CollectionUpdate, Notice, SkippedFile
 from .chunks import ChunkingSummary, chunk_one, params_for
+from .extracting import ExtractionLog, read_formatted
+from .fields import field_warnings, store_fields
 from .progress import Progress
 
 
@@ -37,6 +42,10 @@ class _Plan:
     remove: list[store.StoredDocument] = field(default_factory=list)
     unchanged: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
+    # Front matter of the Markdown files read, by content hash, and the files where it is broken.
+    front: dict[str, frontmatter.FrontMatter] = field(default_factory=dict)
+    broken_front: list[tuple[str, frontmatter.FrontMatter]] = field(default_factory=list)
+    extractions: ExtractionLog = field(default_factory=ExtractionLog)
 
 
 def now_iso() -> str:
@@ -74,7 +83,12 @@ def plan(
         if old is not None and old.size == item.size and old.mtime_ns == item.mtime_ns and not outdated:
             result.unchanged += 1
         else:
-            doc = read_document(item.rel_path, item.abs_path, item.size, max_file_bytes)
+            fmt = format_of(item.rel_path)
+            if fmt is None:
+                doc = read_document(item.rel_path, item.abs_path, item.size, max_file_bytes)
+            else:
+                known = old.hash if old is not None and not outdated else None
+                doc = read_formatted(conn, item, fmt, max_file_bytes, known, result.extractions, now_iso())
             if isinstance(doc, SkippedFile):
                 result.skipped.append(doc)
                 seen.discard(item.rel_path)  # a file that can no longer be read leaves the index
@@ -95,7 +109,18 @@ def plan(
         if path not in seen and not any(is_within(path, d) for d in unreadable_dirs)
     ]
     _pair_moves(result, gone)
+    for item, doc in [*result.add, *((item, doc) for _, item, doc in result.change)]:
+        _read_front_matter(result, item.rel_path, doc)
     return result
+
+
+def _read_front_matter(result: _Plan, rel_path: str, doc: ReadDocument) -> None:
+    if not frontmatter.wanted(rel_path):
+        return
+    front = frontmatter.parse(doc.text)
+    result.front[doc.content_hash] = front
+    if front.problem is not None:
+        result.broken_front.append((rel_path, front))
 
 
 def _utf8(text: str) -> bool:
@@ -209,10 +234,23 @@ def apply(
             progress(done, total, "writing")
     if chunking is not None:
         chunking.summary.flush()
+    store_fields(conn, collection.name, work.front)
     if work.remove or work.change:
         store.prune_content(conn)
         chunk_store.prune_chunks(conn)
+    _store_extractions(conn, work.extractions, indexed_at)
     store.set_collection_state(conn, collection.name, collection.path, indexed_at, INDEXER_VERSION)
+
+
+def _store_extractions(conn: object, log: ExtractionLog, now: str) -> None:
+    for found in log.new:
+        extraction_store.put(conn, found, now)
+    extraction_store.mark_seen(conn, log.seen, now)
+    if log.new or log.seen:
+        cutoff = time.strftime(
+            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - extraction_store.KEEP_UNUSED_DAYS * 86400)
+        )
+        extraction_store.prune(conn, cutoff)
 
 
 def report(name: str, work: _Plan) -> CollectionUpdate:
@@ -228,4 +266,12 @@ def report(name: str, work: _Plan) -> CollectionUpdate:
             + [item.rel_path for _, item, doc in work.change if doc.repaired]
         ),
         skipped=work.skipped,
+        warnings=[
+            *field_warnings(work.broken_front),
+            *(
+                Notice("PARTIAL_DOCUMENT", f"{item.rel_path}: {notice}")
+                for item, doc in [*work.add, *((item, doc) for _, item, doc in work.change)]
+                for notice in doc.notices
+            ),
+        ],
     )

@@ -29,13 +29,19 @@ def model_checks(config_path: Path, index_path: Path, checks: list[DoctorCheck],
         checks.append(check("models", FAIL, exc.message, exc.hint))
         return
     for ref in refs:
-        checks.append(_model_file_check(ref))
+        if ref.endpoint is not None:
+            from .doctor_endpoint import endpoint_check
+
+            checks.append(endpoint_check(ref, config_path, index_path))
+        else:
+            checks.append(_model_file_check(ref))
     embed = next(r for r in refs if r.role == "embed")
-    checks.extend(_dimension_checks(embed, index_path))
+    if embed.endpoint is None:  # an endpoint's dimensions are part of its check
+        checks.extend(_dimension_checks(embed, index_path))
     checks.append(_llama_import_check())
     if deep:
         for ref in refs:
-            if ref.present and registry.is_gguf(ref.local_path):
+            if ref.endpoint is None and ref.present and registry.is_gguf(ref.local_path):
                 checks.append(_deep_check(ref))
 
 
@@ -58,7 +64,9 @@ def _vec_check() -> DoctorCheck:
 
 
 def _get_fix(ref: Any) -> str:
-    return f"tansaku models pull {ref.role}" if ref.hf else f"tansaku models add {ref.role} PATH.gguf"
+    from .model_files import fix_command
+
+    return fix_command(ref)
 
 
 def _model_file_check(ref: Any) -> DoctorCheck:

@@ -73,6 +73,8 @@ def embed_status(config_path: Path, index: Backend) -> tuple[str | None, int | N
     ref = resolve("embed", config_path)
     if not ref.present:
         return None, None
+    if ref.endpoint is not None:
+        return _endpoint_status(ref.endpoint, index)
     window = None
     if index.exists():
         try:
@@ -86,6 +88,29 @@ def embed_status(config_path: Path, index: Backend) -> tuple[str | None, int | N
     return str(ref.local_path), window
 
 
+def _endpoint_status(endpoint: object, index: Backend) -> tuple[str, int | None]:
+    """The endpoint as status shows it, and its window: no request (a status must not wait on a
+    network), but what the index recorded of its model (the dimensions embed saw)."""
+    from ..models.remote.endpoint import Endpoint
+
+    assert isinstance(endpoint, Endpoint)
+    machine = "this machine" if endpoint.loopback else "another machine"
+    shown = f"{endpoint.model} at {endpoint.base_url}, an endpoint on {machine}"
+    if index.exists():
+        try:
+            with index.reading() as conn:
+                if db.has_table(conn, "embed_models"):
+                    from ..index.embed import known_remote
+                    from ..store.vectors import models
+
+                    record = known_remote(models(conn), endpoint)
+                    if record is not None:
+                        return f"{shown}, {record.dims} dims", record.window_tokens
+        except TansakuError:
+            pass
+    return shown, None
+
+
 def current_fingerprint(conn: Any, config_path: Path) -> str | None:
     """The fingerprint the configured embed model's vectors have with this version of tansaku
     (no hashing when the index knows the file, no loading). Built from the stored model hash
@@ -97,8 +122,13 @@ def current_fingerprint(conn: Any, config_path: Path) -> str | None:
     if not ref.present or not db.has_table(conn, "embed_models"):
         return None
     from ..index.embed import current_fingerprint as fingerprint_of
+    from ..index.embed import fingerprint_of as fingerprint_from
+    from ..index.embed import known_remote
     from ..store.vectors import models
 
+    if ref.endpoint is not None:
+        record = known_remote(models(conn), ref.endpoint)
+        return None if record is None else fingerprint_from(record.model_sha256, record.prompt_format)
     return fingerprint_of(models(conn), str(ref.local_path))
 
 

@@ -60,9 +60,23 @@ def embed_model(config_path: Path) -> ModelRef:
 def prompt_format(path: Path, config_path: Path) -> PromptFormat:
     """The model's prompt format, unless ``[models] embed_prompt`` names one: this index's config
     first, then the user-wide models file (the order of the model choice itself)."""
+    from .llama import cached_gguf_metadata
+
+    return choose(cached_gguf_metadata(path), _prompt_override(config_path))
+
+
+def prompt_format_of(ref: ModelRef, config_path: Path) -> PromptFormat:
+    """``prompt_format`` for a file or an endpoint; a served model has no header to read, so its
+    name stands for one (``embeddinggemma-300m`` is an EmbeddingGemma)."""
+    if ref.endpoint is None:
+        return prompt_format(ref.local_path, config_path)
+    name = ref.endpoint.model.lower()
+    return choose({"general.architecture": name, "general.name": name}, _prompt_override(config_path))
+
+
+def _prompt_override(config_path: Path) -> str | None:
     from .registry import user_models_path
 
-    override = None
     for source in (config_path, user_models_path(config_path)):
         try:
             models = tomllib.loads(source.read_text(encoding="utf-8")).get("models", {})
@@ -70,10 +84,19 @@ def prompt_format(path: Path, config_path: Path) -> PromptFormat:
             continue
         override = models.get("embed_prompt") if isinstance(models, dict) else None
         if override is not None:
-            break
-    from .llama import cached_gguf_metadata
+            return str(override)
+    return None
 
-    return choose(cached_gguf_metadata(path), override)
+
+def embedder_for(
+    ref: ModelRef, config_path: Path, *, threads: int | None = None, verbose: bool = False
+) -> Any:
+    """The embedder of the configured model: a local file's (``load_embedder``) or an endpoint's."""
+    if ref.endpoint is not None:
+        from .remote.open import remote_model
+
+        return remote_model("embed", ref.endpoint, config_path)
+    return load_embedder(ref.local_path, threads=threads, verbose=verbose)
 
 
 def load_embedder(path: Path, *, threads: int | None = None, verbose: bool = False) -> Any:

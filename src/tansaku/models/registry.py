@@ -1,14 +1,15 @@
 """Which model file each role uses, and where it lives on disk.
 
-A role (embed, generate, rerank) names its model with a reference: a local GGUF path, or
-``hf:OWNER/REPO/FILE`` for a file on the Hugging Face hub. The reference comes from
-``TANSAKU_<ROLE>_MODEL``, else this index's config (its ``[models]`` table), else the user-wide
-models file beside the index configs (``models.user.toml``, the same table), else the defaults
-below (the order of every setting: ``tansaku.precedence``). Model files and the choice of them
-belong to the person, not to one index: ``models add`` writes the user-wide file unless told to
-keep the choice to one index. Nothing here touches the network: ``hf:`` files are only
-downloaded by ``tansaku models pull`` (``models/download.py``); until then they are reported
-missing.
+A role (embed, generate, rerank) names its model with a reference: a local GGUF path,
+``hf:OWNER/REPO/FILE`` for a file on the Hugging Face hub, or ``http(s)://HOST[:PORT]/v1#MODEL``
+for a model served by an OpenAI-compatible endpoint (models/remote; used only when configured).
+The reference comes from ``TANSAKU_<ROLE>_MODEL``, else this index's config (its ``[models]``
+table), else the user-wide models file beside the index configs (``models.user.toml``, the same
+table), else the defaults below (the order of every setting: ``tansaku.precedence``). Model
+files and the choice of them belong to the person, not to one index: ``models add`` writes the
+user-wide file unless told to keep the choice to one index. Nothing here touches the network:
+``hf:`` files are only downloaded by ``tansaku models pull`` (``models/download.py``); until then
+they are reported missing.
 
 Stdlib only, so listing models costs no heavy import.
 """
@@ -24,6 +25,7 @@ from typing import Any, BinaryIO
 
 from ..errors import ConfigInvalid, PathNotFound, UsageError
 from ..paths import _xdg
+from .remote.endpoint import Endpoint, is_endpoint, parse_endpoint
 
 ROLES = ("embed", "generate", "rerank")
 HF_PREFIX = "hf:"
@@ -65,6 +67,11 @@ class ModelRef:
     @property
     def hf(self) -> HfFile | None:
         return parse_hf(self.reference) if self.reference.startswith(HF_PREFIX) else None
+
+    @property
+    def endpoint(self) -> Endpoint | None:
+        """The server of a remote model; None for a model file."""
+        return parse_endpoint(self.reference) if is_endpoint(self.reference) else None
 
 
 def env_var(role: str) -> str:
@@ -121,12 +128,35 @@ def resolve(role: str, config_path: Path) -> ModelRef:
     # A relative path in a config file means relative to that file, not to wherever the command
     # happens to run; one in the environment means relative to where it runs.
     base = set_in.parent if set_in is not None else Path.cwd()
+    if is_endpoint(reference):
+        _check_endpoint(reference, set_in)
+        # Configured, so present: whether the server answers is for `doctor` and the first use.
+        return ModelRef(role, reference.strip(), source, Path(), True, None, set_in)
     if reference.startswith(HF_PREFIX):
         local = hf_cache_path(parse_hf(reference))
     else:
         local = Path(os.path.abspath(base / Path(reference).expanduser()))
     size = _size(local)
     return ModelRef(role, reference, source, local, size is not None, size, set_in)
+
+
+def _check_endpoint(reference: str, set_in: Path | None) -> None:
+    try:
+        parse_endpoint(reference)
+    except UsageError as exc:
+        if set_in is None:
+            raise
+        raise ConfigInvalid(f"config {set_in}: [models] {exc.message}", hint=exc.hint) from exc
+
+
+def models_setting(config_path: Path, key: str) -> object | None:
+    """A ``[models]`` setting other than a role (``embed_prompt``, ``ROLE_api_key_env``...): this
+    index's config first, then the user-wide models file, the order of the model choice itself."""
+    for source in (config_path, user_models_path(config_path)):
+        models = _load_toml(source).get("models", {})
+        if isinstance(models, dict) and key in models:
+            return models[key]
+    return None
 
 
 def resolve_all(config_path: Path) -> list[ModelRef]:
@@ -182,9 +212,10 @@ class Registered:
     others_keep_own: tuple[str, ...] = ()  # other indexes that set their own model for the role
 
 
-def register(role: str, path: Path, config_path: Path, *, scope: str = "user") -> Registered:
-    """Point ROLE at a local GGUF file (``[models] ROLE = "/abs/path"``): in the user-wide models
-    file for every index (scope "user"), or in this index's config only (scope "index").
+def register(role: str, path: Path | str, config_path: Path, *, scope: str = "user") -> Registered:
+    """Point ROLE at a local GGUF file (``[models] ROLE = "/abs/path"``) or an endpoint
+    (``http(s)://HOST/v1#MODEL``, checked for form only: no request is made): in the user-wide
+    models file for every index (scope "user"), or in this index's config only (scope "index").
 
     A user-wide choice made from an index that sets its own removes that index's own line:
     otherwise the command would change nothing where it was run.
@@ -192,7 +223,9 @@ def register(role: str, path: Path, config_path: Path, *, scope: str = "user") -
     check_role(role)
     if scope not in SCOPES:
         raise UsageError(f"unknown scope {scope!r}", hint=f"use one of: {', '.join(SCOPES)}")
-    path = Path(os.path.abspath(path.expanduser()))
+    if isinstance(path, str) and is_endpoint(path):
+        return _register_value(role, parse_endpoint(path).reference, config_path, scope)
+    path = Path(os.path.abspath(Path(path).expanduser()))
     if not path.exists():
         raise PathNotFound(f"model file {str(path)!r} does not exist")
     if not path.is_file():
@@ -202,12 +235,16 @@ def register(role: str, path: Path, config_path: Path, *, scope: str = "user") -
             f"{str(path)!r} is not a GGUF model file (it does not start with the bytes 'GGUF')",
             hint="convert the model to GGUF first (llama.cpp's convert_hf_to_gguf.py)",
         )
+    return _register_value(role, str(path), config_path, scope)
+
+
+def _register_value(role: str, value: str, config_path: Path, scope: str) -> Registered:
     target = user_models_path(config_path) if scope == "user" else config_path
     dropped = None
     if scope == "user":
         _config_models(config_path)  # a broken index config is reported before anything is written
         dropped = _set_model(config_path, role, None)
-    _set_model(target, role, str(path))
+    _set_model(target, role, value)
     others = indexes_with_own(role, config_path) if scope == "user" else ()
     return Registered(resolve(role, config_path), target, dropped, others)
 

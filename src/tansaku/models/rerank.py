@@ -1,4 +1,5 @@
-"""Reranking candidates with a local yes/no relevance model, and blending with the fused rank.
+"""Reranking candidates with a local yes/no relevance model (hybrid/blend.py mixes its scores
+with the fused rank).
 
 Scores are cached per (model file, prompt version, query, text), so re-running a query, or a
 query whose candidates overlap an earlier one, scores only the new texts.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -21,9 +22,7 @@ __all__ = [
     "RERANK_UNAVAILABLE",
     "RelevanceScorer",
     "Reranked",
-    "blend",
     "budget_too_short",
-    "fixed_ranks",
     "rerank",
 ]
 
@@ -79,19 +78,20 @@ def rerank(
     cache: LlmCache | None,
     *,
     budget: float | None = None,
-    first_rank: int = 1,
+    unmovable: Collection[int] = (),
 ) -> Reranked:
     """A 0..1 relevance score per (id, text) candidate; never raises for a model problem.
-    ``first_rank``: the fused rank of the first candidate (those above it are not reranked).
+    ``unmovable``: the candidates (0-based, in fused order) whose place no score can change (the
+    caller knows how scores are used: hybrid/blend.fixed_ranks).
 
-    Candidates are scored in the given order (best fused first; those no score can move, the
-    first, last: ``fixed_ranks``), a few per model call, for at most ``budget`` seconds of scoring
-    (loading the model is not counted: it happens once per process, and a query whose scores are
-    all cached never loads it): those not reached get None and a RERANK_PARTIAL warning, so the
-    budget always buys the candidates most likely to matter. A budget that the model's known speed
-    says covers fewer than two movable candidates buys none: one score cannot reorder them.
-    Cached scores cost no time and are used wherever the candidate is. Without a scorer, or
-    when scoring fails, every score is None (MODEL_MISSING, RERANK_SKIPPED).
+    Candidates are scored in the given order (best fused first; the unmovable ones last), a few
+    per model call, for at most ``budget`` seconds of scoring (loading the model is not counted:
+    it happens once per process, and a query whose scores are all cached never loads it): those
+    not reached get None and a RERANK_PARTIAL warning, so the budget always buys the candidates
+    most likely to matter. A budget that the model's known speed says covers fewer than two
+    movable candidates buys none: one score cannot reorder them. Cached scores cost no time and
+    are used wherever the candidate is. Without a scorer, or when scoring fails, every score is
+    None (MODEL_MISSING, RERANK_SKIPPED).
     """
     if scorer is None:
         return _unavailable(
@@ -112,7 +112,7 @@ def rerank(
                 text: float(hits[key]) for text, key in keys.items() if isinstance(hits.get(key), int | float)
             }
         fresh: dict[str, float] = {}
-        movable, fixed = _scoring_order(candidates, first_rank)
+        movable, fixed = _scoring_order(candidates, unmovable)
         waiting = [text for text in (*movable, *fixed) if text not in known]
         per_text = _known_speed(scorer.model_sha256, cache)  # seconds a text, 0 when unknown
         movable_waiting = sum(text not in known for text in movable)
@@ -171,14 +171,15 @@ def rerank(
     )
 
 
-def _scoring_order(candidates: list[tuple[str, str]], first_rank: int = 1) -> tuple[list[str], list[str]]:
+def _scoring_order(
+    candidates: list[tuple[str, str]], unmovable: Collection[int] = ()
+) -> tuple[list[str], list[str]]:
     """The candidates' texts whose place a score can change, in fused order, and those it cannot
-    (the first: ``fixed_ranks``), scored last so a short budget buys only scores that count."""
-    unmovable = fixed_ranks(len(candidates), first_rank)
+    (``unmovable``), scored last so a short budget buys only scores that count."""
     movable: dict[str, None] = {}
     fixed: dict[str, None] = {}
-    for rank, (_, text) in enumerate(candidates, start=first_rank):
-        (fixed if rank in unmovable else movable).setdefault(text, None)
+    for index, (_, text) in enumerate(candidates):
+        (fixed if index in unmovable else movable).setdefault(text, None)
     return list(movable), [text for text in fixed if text not in movable]
 
 
@@ -204,13 +205,14 @@ def _too_short_notice(budget: float, per_text: float, scored: int, count: int) -
 
 
 def budget_too_short(
-    model_sha256: str, budget: float | None, count: int, cache: LlmCache | None, first_rank: int = 1
+    model_sha256: str, budget: float | None, count: int, cache: LlmCache | None, unmovable: int = 0
 ) -> Notice | None:
     """RERANK_PARTIAL when the model's known speed says ``budget`` buys fewer than two scores
-    that could move among ``count`` fused candidates (one cannot reorder them), before any
-    passage is chosen for it; None when it may (or its speed is not known yet)."""
+    that could move among ``count`` fused candidates, ``unmovable`` of which no score can move
+    (one cannot reorder them), before any passage is chosen for it; None when it may (or its
+    speed is not known yet)."""
     per_text = _known_speed(model_sha256, cache)
-    movable = count - len(fixed_ranks(count, first_rank))
+    movable = count - unmovable
     if budget is None or not per_text or _can_reorder(budget, per_text, movable):
         return None
     return _too_short_notice(budget, per_text, 0, count)
@@ -259,44 +261,9 @@ def _remember_speed(model_sha256: str, seconds: float, cache: LlmCache | None) -
         cache.put(SPEED_KIND, cache_key(model_sha256), {"seconds": seconds, "at": now})
 
 
-def fixed_ranks(count: int, first: int = 1) -> frozenset[int]:
-    """The fused ranks, among ``count`` candidates ranked from ``first``, whose place no rerank
-    score can change: the least the blend gives the rank is at least the most it gives any rank
-    below it, and its most at most the least of any rank above it (equal blends keep the fused
-    order). Under ``blend_weight`` that is the first alone: 0.75 at worst, against at best 0.625
-    for the second and 0.636 for the eleventh."""
-    ranks = range(first, first + count)
-    lows = [blend(rank, 0.0) for rank in ranks]
-    highs = [blend(rank, 1.0) for rank in ranks]
-    fixed = set()
-    for i, rank in enumerate(ranks):
-        below = max(highs[i + 1 :], default=float("-inf"))
-        above = min(lows[:i], default=float("inf"))
-        if lows[i] >= below and highs[i] <= above:
-            fixed.add(rank)
-    return frozenset(fixed)
-
-
 def _group_scorer(scorer: RelevanceScorer) -> Callable[[str, list[str]], list[float]]:
     batch = getattr(scorer, "score_batch", None)
     if callable(batch):
         return lambda query, texts: list(batch(query, texts))
     single = scorer.score
     return lambda query, texts: [single(query, text) for text in texts]
-
-
-def blend_weight(rrf_rank: int) -> float:
-    """How much the fused rank counts against the rerank score: more at the top, where fusion is surest."""
-    if rrf_rank < 1:
-        raise ValueError("rrf_rank is 1-based")
-    if rrf_rank <= 3:
-        return 0.75
-    if rrf_rank <= 10:
-        return 0.60
-    return 0.40
-
-
-def blend(rrf_rank: int, rerank_score: float) -> float:
-    """w * (1 / rrf_rank) + (1 - w) * rerank_score, with w from ``blend_weight``."""
-    weight = blend_weight(rrf_rank)
-    return weight * (1.0 / rrf_rank) + (1.0 - weight) * rerank_score

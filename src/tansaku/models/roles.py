@@ -47,10 +47,15 @@ class LazyModel:
 
 def lazy_role_model(
     role: str, config_path: Path, hashes: Any | None = None
-) -> tuple[LazyModel | None, Notice | None]:
+) -> tuple[Any | None, Notice | None]:
     """The role's model as a ``LazyModel``, or (None, a MODEL_MISSING notice) when its file is
     not on this machine. A file that will not load raises ``ModelLoadError`` at first use."""
     ref = resolve(role, config_path)
+    if ref.endpoint is not None:
+        from .remote.open import remote_model
+
+        # Nothing to load: a request is made only when a step is not answered from the cache.
+        return remote_model(role, ref.endpoint, config_path), None
     if not ref.present:
         return None, Notice(
             MODEL_MISSING,

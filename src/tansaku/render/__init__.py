@@ -174,6 +174,26 @@ def disk_note(doc: DocumentSlice) -> str | None:
     return STALE_NOTE if doc.stale else None
 
 
+def field_text(value: Any) -> str:
+    """A front-matter value for the text formats: a list's elements joined by commas."""
+    if isinstance(value, tuple | list):
+        return ", ".join(field_text(item) for item in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def fields_line(fields: tuple[tuple[str, Any], ...]) -> str:
+    """--fields in one line: ``tags: a, b · date: 2024-05-01`` (``none`` when there are none)."""
+    # A value written over several lines (a YAML block scalar) reads as one line here.
+    return " · ".join(f"{name}: {' '.join(field_text(value).split())}" for name, value in fields) or "none"
+
+
+def fields_object(fields: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    """--fields as JSON: name -> value, a list field as a list."""
+    return {name: list(value) if isinstance(value, tuple) else value for name, value in fields}
+
+
 def results_footer(result: SearchResult) -> str:
     shown, total = len(result.hits), result.total
     if shown < total:

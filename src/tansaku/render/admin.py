@@ -150,6 +150,8 @@ def _embed(report: EmbedReport) -> list[str]:
         f"{report.chunks_per_second:.1f} chunks/s ({report.vectors_per_second:.1f} vectors/s),"
         f" {seconds:.1f} s, peak {report.peak_memory_mb:.0f} MB"
     )
+    if report.remote is not None:
+        lines.append(_remote_line(report.remote))
     if report.interrupted:
         lines.append("interrupted: finished batches are kept; run `tansaku embed` again to continue")
     return lines + warning_lines(report.warnings)
@@ -163,6 +165,20 @@ def _server(server: Any) -> str:
     else:
         vectors = "no pgvector on the server"
     return f"{server.product}, {vectors}, round trip {server.round_trip_ms:.1f} ms"
+
+
+def _remote_line(spent: dict[str, Any]) -> str:
+    """What went to an endpoint and what it cost, as counted here (tokens as the server counted)."""
+    tokens = spent.get("prompt_tokens")
+    counted = f"{tokens} tokens" if tokens is not None else "tokens not reported by the server"
+    retries = spent.get("retries") or 0
+    again = f", {retries} retried" if retries else ""
+    where = "this machine" if spent.get("loopback") else "another machine"
+    return (
+        f"sent {spent.get('texts', 0)} texts ({human_size(int(spent.get('bytes_sent', 0)))}) to"
+        f" {clean(str(spent.get('endpoint')))} ({where}) in {spent.get('requests', 0)} requests{again};"
+        f" {counted}; {float(spent.get('seconds', 0.0)):.1f} s waiting on it"
+    )
 
 
 def _status(s: StatusReport) -> list[str]:

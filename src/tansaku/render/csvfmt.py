@@ -7,7 +7,7 @@ import io
 from typing import TYPE_CHECKING
 
 from tansaku import types as _types
-from tansaku.render import RenderOptions, show_docid, shown_path, split_body
+from tansaku.render import RenderOptions, fields_object, show_docid, shown_path, split_body
 from tansaku.types import SearchResult
 
 if TYPE_CHECKING:
@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 # builds those classes on first look-up, and printing a search result should not.
 
 SEARCH_COLUMNS = ("docid", "score", "collection", "path", "title", "context", "line", "snippet", "stale")
+# --fields: the document's front-matter fields as one JSON object (a list field as a list).
+FIELDS_COLUMN = "fields"
 DOCUMENT_COLUMNS = ("docid", "path", "line", "text")
 PACK_COLUMNS = (
     "docid",
@@ -37,18 +39,23 @@ def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOp
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     if isinstance(result, SearchResult):
-        # Transcript hits add their columns, only to a search that has some.
+        # Transcript hits add their columns, only to a search that has some; --fields its own.
         extra = any(hit.transcript is not None for hit in result.hits)
+        with_fields = any(hit.fields is not None for hit in result.hits)
+        field_columns = (FIELDS_COLUMN,) if with_fields else ()
+        rows = _search_rows(result, opts)
+        if with_fields:
+            rows = [[*row, _fields_cell(hit)] for hit, row in zip(result.hits, rows, strict=True)]
         if extra:
             from tansaku.render.transcripts import COLUMNS, fields
 
-            writer.writerow((*SEARCH_COLUMNS, *COLUMNS))
-            for hit, row in zip(result.hits, _search_rows(result, opts), strict=True):
+            writer.writerow((*SEARCH_COLUMNS, *field_columns, *COLUMNS))
+            for hit, row in zip(result.hits, rows, strict=True):
                 values = fields(hit.transcript) if hit.transcript is not None else {}
                 writer.writerow([*row, *("" if values.get(c) is None else values[c] for c in COLUMNS)])
         else:
-            writer.writerow(SEARCH_COLUMNS)
-            writer.writerows(_search_rows(result, opts))
+            writer.writerow((*SEARCH_COLUMNS, *field_columns))
+            writer.writerows(rows)
     else:
         writer.writerow(DOCUMENT_COLUMNS)
         documents = result.documents if isinstance(result, _types.MultiGetResult) else (result,)
@@ -61,6 +68,13 @@ def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOp
                 ["", s.virtual_path, "", f"SKIPPED: {s.reason} ({s.size} bytes)"] for s in result.skipped
             )
     return buffer.getvalue()
+
+
+def _fields_cell(hit: object) -> str:
+    import json
+
+    fields = getattr(hit, "fields", None) or ()
+    return json.dumps(fields_object(fields), ensure_ascii=False, separators=(",", ":"))
 
 
 def _search_rows(result: SearchResult, opts: RenderOptions) -> list[list[object]]:

@@ -6,7 +6,7 @@ import json
 from dataclasses import fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
-from tansaku.render import RenderOptions, round_float, show_docid
+from tansaku.render import RenderOptions, fields_object, round_float, show_docid
 from tansaku.types import Hit, SearchResult, UpdateReport
 
 if TYPE_CHECKING:
@@ -27,7 +27,10 @@ def to_data(obj: Any) -> Any:
     if isinstance(obj, SearchResult):
         return _search(obj)
     if isinstance(obj, Hit):
-        return _drop_missing_body(_fields(obj))
+        data = _drop_missing_body(_fields(obj))
+        if obj.fields is not None:  # values as written: not rounded like the scores
+            data["fields"] = fields_object(obj.fields)
+        return data
     if isinstance(obj, UpdateReport):
         # `ok` is a property, not a field, but it is what a script checks first.
         return {**_fields(obj), "ok": obj.ok}
@@ -57,8 +60,8 @@ def _fields(obj: Any) -> dict[str, Any]:
 
 def _drop_missing_body(data: dict[str, Any]) -> dict[str, Any]:
     # Optional fields appear only when set: `body` with --full, `chunk_lines` for vector hits,
-    # `transcript` for hits in agent transcripts.
-    for key in ("body", "chunk_lines", "transcript"):
+    # `transcript` for hits in agent transcripts, `fields` with --fields, `page` for hits in PDFs.
+    for key in ("body", "chunk_lines", "transcript", "fields", "page"):
         if data.get(key) is None:
             data.pop(key, None)
     return data

@@ -10,6 +10,7 @@ from tansaku.render import (
     RenderOptions,
     citation,
     disk_note,
+    fields_line,
     heading_trail,
     number_lines,
     pack_footer,
@@ -83,6 +84,8 @@ def _search(result: SearchResult, opts: RenderOptions) -> list[str]:
 def _hit(hit: Hit, opts: RenderOptions) -> list[str]:
     path = shown_path(hit, opts)
     meta = [code_span(path), show_docid(hit.docid), f"score {show_score(hit.score)}"]
+    if hit.page is not None:
+        meta.append(f"page {hit.page}")
     if hit.stale:
         meta.append("stale")
     blocks = [f"## {escape(hit.title) if hit.title else code_span(path)}", " · ".join(meta)]
@@ -93,6 +96,8 @@ def _hit(hit: Hit, opts: RenderOptions) -> list[str]:
     if hit.contexts:
         # The empty quote line keeps each context its own paragraph once rendered.
         blocks.append("\n>\n".join(f"> {escape(c)}" for c in hit.contexts))
+    if hit.fields is not None:
+        blocks.append(f"fields: {escape(fields_line(hit.fields))}")
     if hit.body is not None:
         lines, start = split_body(hit.body), 1
     else:

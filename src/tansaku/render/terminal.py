@@ -12,6 +12,7 @@ from tansaku import types as _types
 from tansaku.render import (
     RenderOptions,
     disk_note,
+    fields_line,
     heading_trail,
     number_lines,
     pack_footer,
@@ -103,7 +104,8 @@ def _hit_lines(hit: Hit, opts: RenderOptions) -> list[str]:
             paint(clean(shown_path(hit, opts)), "path", opts),
         ]
     )
-    lines = [header + (" [stale]" if hit.stale else "")]
+    page = f" page {hit.page}" if hit.page is not None else ""
+    lines = [header + page + (" [stale]" if hit.stale else "")]
     if hit.title:
         lines.append(INDENT + paint(clean(hit.title), "title", opts))
     if hit.transcript is not None:
@@ -112,6 +114,8 @@ def _hit_lines(hit: Hit, opts: RenderOptions) -> list[str]:
         lines += [INDENT + clean(line) for line in summary_lines(hit.transcript)]
     # A context written over several lines reads fine as one line here.
     lines += [f"{INDENT}context: {clean(' '.join(c.splitlines()))}" for c in hit.contexts]
+    if hit.fields is not None:
+        lines.append(f"{INDENT}fields: {clean(fields_line(hit.fields))}")
     if hit.body is not None:
         text, start = split_body(hit.body), 1
     else:

@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from tansaku import types as _types
-from tansaku.render import RenderOptions, round_float, show_docid
+from tansaku.render import RenderOptions, field_text, round_float, show_docid
 from tansaku.types import Hit, Notice, SearchResult
 
 if TYPE_CHECKING:
@@ -102,6 +102,7 @@ def _hit(hit: Hit) -> list[str]:
         stale=hit.stale,
         matched_terms=hit.matched_terms,
         total_terms=hit.total_terms,
+        page=hit.page,
     )
     children = [element("title", hit.title)]
     if hit.transcript is not None:
@@ -111,10 +112,19 @@ def _hit(hit: Hit) -> list[str]:
         prompt = values.pop("run_prompt")
         children.append(element("transcript", "" if prompt is None else str(prompt), **values))
     children += [element("context", c) for c in hit.contexts]
+    children += [_field(name, value) for name, value in hit.fields or ()]
     children.append(element("snippet", "\n".join(hit.snippet.lines), start_line=hit.snippet.start_line))
     if hit.body is not None:
         children.append(element("body", hit.body))
     return [f"<result{head}>", *_indent(children), "</result>"]
+
+
+def _field(name: str, value: object) -> str:
+    """A front-matter field (--fields): its text, or a list field's elements as <value>s."""
+    if isinstance(value, tuple):
+        values = "".join(element("value", field_text(item)) for item in value)
+        return f"<field{attrs(name=name, list=True)}>{values}</field>"
+    return f"<field{attrs(name=name)}>{text(field_text(value))}</field>"
 
 
 def _document(doc: DocumentSlice) -> list[str]:

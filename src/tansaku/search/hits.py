@@ -10,6 +10,7 @@ from ..config.contexts import contexts_for
 from ..paths import virtual_path
 from ..store.documents import StoredDocument
 from ..types import Collection, Hit, Snippet
+from .pages import page_at
 
 
 def disk_path(collection: Collection, rel_path: str) -> str:
@@ -32,11 +33,14 @@ def make_hit(
     body: str | None,
     collections: Mapping[str, Collection],
     contexts: Mapping[str, str],
+    pages: Mapping[str, tuple[int, ...]] | None = None,
     **mode_fields: Any,
 ) -> Hit:
     """``body`` is the whole text for --full, else None; ``mode_fields`` are the fields one mode
-    adds (matched terms for keyword search, the chunk's lines for vector search)."""
+    adds (matched terms for keyword search, the chunk's lines for vector search); ``pages`` the
+    page starts of the PDFs among the results (search/pages.py)."""
     path = disk_path(collections[doc.collection], doc.path)
+    chunk = mode_fields.get("chunk_lines")
     return Hit(
         docid=doc.hash[:6],
         score=score,
@@ -49,5 +53,14 @@ def make_hit(
         snippet=snippet,
         stale=is_stale(path, doc.size, doc.mtime_ns),
         body=body,
+        page=hit_page((pages or {}).get(doc.hash, ()), snippet, chunk),
         **mode_fields,
     )
+
+
+def hit_page(starts: tuple[int, ...], snippet: Snippet, chunk: tuple[int, int] | None) -> int | None:
+    """The page of the snippet's first line, else of the matching chunk's; None without pages."""
+    if not starts:
+        return None
+    line = snippet.start_line if snippet.lines else (chunk[0] if chunk else 0)
+    return page_at(starts, line)

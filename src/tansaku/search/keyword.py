@@ -12,9 +12,11 @@ from typing import Any
 from .. import limits
 from ..errors import EmptyQuery
 from ..store.backend import documents as store
+from ..store.fields import DocumentFilter
 from ..text.cjk import has_cjk
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
-from .hits import make_hit
+from .hits import hit_page, make_hit
+from .pages import page_starts
 from .query import (
     ParsedQuery,
     Term,
@@ -47,6 +49,8 @@ class SearchOptions:
     # False: hits carry no snippet (`query` fuses 40 candidates and shows a few: it asks
     # `add_snippets` for those; a snippet of a 180 KB page costs milliseconds).
     snippets: bool = True
+    # --where: only the documents whose front-matter fields pass (store/fields.py), before the limit.
+    where: DocumentFilter | None = None
 
 
 def excluded(conn: Any, query: str, found: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -164,7 +168,10 @@ def search(
     pool = None if options.limit is None else max(POOL, options.limit * 4)
     weights = NAME_WEIGHTS if names else PROSE_WEIGHTS
     candidates: dict[int, float] = {}
-    total = _candidates(conn, fts_expression(clauses, "all"), collections, pool, weights, candidates)
+    where = options.where
+    total = _candidates(
+        conn, fts_expression(clauses, "all"), collections, pool, weights, candidates, where=where
+    )
     complete = set(candidates)
     if not strict:
         # Long queries rank, they do not filter: documents with any term are candidates. The
@@ -179,14 +186,19 @@ def search(
             weights,
             candidates,
             counted=fts_expression(clauses, "clauses"),
+            where=where,
         )
     if not candidates:
         # Last resort: any word at all, identifier parts on their own included ("No results."
         # must mean that nothing matches).
-        total = _candidates(conn, fts_expression(clauses, "any"), collections, pool, weights, candidates)
+        total = _candidates(
+            conn, fts_expression(clauses, "any"), collections, pool, weights, candidates, where=where
+        )
     if not candidates and len(parsed.positive) > len(clauses.positive):
         # ... and the optional stopwords too: "zebrafish the" is not "No results." if "the" exists.
-        total = _candidates(conn, fts_expression(parsed, "any"), collections, pool, weights, candidates)
+        total = _candidates(
+            conn, fts_expression(parsed, "any"), collections, pool, weights, candidates, where=where
+        )
     scored, absent = rescore(
         conn, parsed, clauses, names, candidates, complete, short=strict, command=command
     )
@@ -237,6 +249,7 @@ def _candidates(
     weights: Sequence[float],
     found: dict[int, float],
     counted: str | None = None,
+    where: DocumentFilter | None = None,
 ) -> int:
     """Add best-first document ids per collection (each collection gets its own pool) to
     ``found``, with FTS5's raw bm25 for the expression; returns how many documents match
@@ -250,12 +263,12 @@ def _candidates(
     for collection in collections:
         limits.check()
         scope = None if whole_index else collection.name
-        rows = store.keyword_search(conn, expression, scope, pool, weights)
+        rows = store.keyword_search(conn, expression, scope, pool, weights, where)
         for doc_id, raw in rows:
             found.setdefault(doc_id, raw)
         full_pool = pool is not None and len(rows) == pool
         if (counted is not None and counted != expression) or full_pool:
-            total += store.keyword_count(conn, counted or expression, scope)
+            total += store.keyword_count(conn, counted or expression, scope, where)
         else:
             total += len(rows)
     return total
@@ -294,6 +307,7 @@ def add_snippets(conn: Any, query: str, hits: Sequence[Hit]) -> list[Hit]:
     terms = highlight_terms(conn, query)
     docs = {(h.collection, h.path): store.document_at(conn, h.collection, h.path) for h in missing}
     texts = store.bodies(conn, [doc.hash for doc in docs.values() if doc is not None])
+    pages = page_starts(conn, [doc for doc in docs.values() if doc is not None])
     out = []
     for hit in hits:
         doc = docs.get((hit.collection, hit.path)) if not hit.snippet.lines else None
@@ -303,7 +317,8 @@ def add_snippets(conn: Any, query: str, hits: Sequence[Hit]) -> list[Hit]:
                 snippet = chunk_snippet(body, hit.chunk_lines[0], hit.chunk_lines[1], terms)
             else:
                 snippet = best_snippet(body, terms)
-            hit = replace(hit, snippet=snippet)
+            starts = pages.get(doc.hash, ())
+            hit = replace(hit, snippet=snippet, page=hit_page(starts, snippet, hit.chunk_lines))
         out.append(hit)
     return out
 
@@ -320,6 +335,7 @@ def _hits(
     docs = store.documents_by_ids(conn, [item.doc_id for item in scored])
     wanted = options.snippets or options.full
     texts = store.bodies(conn, [doc.hash for doc in docs.values()]) if wanted else {}
+    pages = page_starts(conn, docs.values())
     terms = parsed.highlight_terms  # the required terms: a stopword line is no better snippet
     hits: list[Hit] = []
     for item in scored:
@@ -336,6 +352,7 @@ def _hits(
                 full,
                 collections,
                 contexts,
+                pages,
                 matched_terms=math.floor(item.clauses),
                 total_terms=n_required,
             )

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..store.backend import documents as store
 from .file_kinds import path_weight
 from .query import ParsedQuery, Term, fts_adjacent, fts_term, parse_query
+from .score_scale import reference, relative
 
 # How much an identifier's parts in order (the exact name) add, relative to the parts alone.
 ADJACENCY_WEIGHT = 1.0
@@ -55,11 +56,6 @@ class Scored:
     score: float  # 0..1
     clauses: float  # how many terms matched (an identifier with some of its parts counts a share)
     defines: bool = False  # defines a name of the query (a heading, a definition, an option entry)
-
-
-def normalize(x: float) -> float:
-    """Map a non-negative BM25 sum into 0..1, monotonically: x / (1 + x)."""
-    return x / (1.0 + x)
 
 
 def fts_idf(n_docs: int, df: int) -> float:
@@ -197,16 +193,43 @@ def rescore(
     for doc_id, path in store.paths_by_ids(conn, ids).items():
         sums[doc_id] *= path_weight(path)
     absent = [t.text for t in clauses.positive if parts.df(fts_term(t)) == 0]
+    query_reference = reference(t.weight * t.idf for t in reference_terms(parts.df, parts.n_docs, clauses))
     scored = [
         Scored(
             doc_id,
-            normalize(sums[doc_id]),
+            relative(sums[doc_id], query_reference),
             sum(share.get(doc_id, 0.0) for share in shares.values()),
             doc_id in definers,
         )
         for doc_id in ids
     ]
     return scored, absent
+
+
+@dataclass(frozen=True)
+class ReferenceTerm:
+    """One part of a query's score reference (see score_scale)."""
+
+    expression: str  # the FTS5 expression of an atom, or of an identifier's parts in order
+    idf: float  # term_idf over every document of the index
+    weight: float  # 1, or ADJACENCY_WEIGHT for the exact name
+
+
+def reference_terms(df: Callable[[str], int], n_docs: int, clauses: ParsedQuery) -> list[ReferenceTerm]:
+    """The parts of a query's reference, each weighed as the document sums weigh it: every atom
+    of the required terms, and an identifier's parts in order (the exact name). The IDFs are over
+    every document of the index, files and sessions alike, so a word weighs the same wherever it
+    is found (transcript turns are scored with these IDFs too: search/transcripts.py)."""
+    found: dict[str, ReferenceTerm] = {}
+    for term in clauses.positive:
+        for atom in term.atoms:
+            expression = fts_term(atom)
+            found.setdefault(expression, ReferenceTerm(expression, term_idf(n_docs, df(expression)), 1.0))
+        if term.kind == "ident":
+            expression = fts_adjacent(term)
+            idf = term_idf(n_docs, df(expression))
+            found.setdefault(expression, ReferenceTerm(expression, idf, ADJACENCY_WEIGHT))
+    return list(found.values())
 
 
 def _floor_correction(

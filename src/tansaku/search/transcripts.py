@@ -3,12 +3,13 @@
 Turns are matched in ``turns_fts`` (the query is parsed as `search` parses it: one or two terms
 are all required, longer queries match any term and rank), filtered by role, time and project,
 then grouped: each unit of the level is represented by its best turn (lowest bm25), with the
-number of matching turns and their time span. Score = s / (1 + s) with s = -bm25, in 0..1.
+number of matching turns and their time span. Scores are on the scale of file results, so the
+two merge by score (unit_scores: a session is scored as a document, a turn with the documents'
+IDFs against the query's reference).
 """
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,8 +26,9 @@ from ..store import documents as doc_store
 from ..store import transcripts as tstore
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
 from .hits import disk_path, is_stale
-from .query import fts_expression, parse_query, required_terms, resolve_options
+from .query import ParsedQuery, fts_expression, parse_query, required_terms, resolve_options
 from .snippets import best_snippet
+from .unit_scores import session_units, turn_scores
 
 if TYPE_CHECKING:
     from ..config.settings import Config
@@ -176,21 +178,30 @@ def search_turns(
             hint="give at least one word that is not negated with '-'",
         )
     filters = _filter(request, collections)
-    notices: list[Notice] = []
-    groups, total = tstore.search_groups(conn, expression, filters, request.level, request.limit)
-    if not groups and strict and len(clauses.positive) > 1:
-        fallback = fts_expression(clauses, "any")
-        if fallback is not None:
-            groups, total = tstore.search_groups(conn, fallback, filters, request.level, request.limit)
-            if groups:
-                notices.append(
-                    Notice(
-                        "PARTIAL_MATCH",
-                        f"no turn contains all {len(clauses.positive)} terms; showing turns that contain"
-                        " some of them",
-                    )
-                )
-    hits = _hits(conn, groups, _score, request, collections, contexts, clauses.highlight_terms)
+    if request.level in ("session", "project"):
+        units, notices = session_units(
+            conn, request.query, clauses, collections, contexts, filters, request.level
+        )
+        total = len(units)
+        if request.limit is not None:
+            units = units[: request.limit]
+        scores = {unit.group.turn_id: unit.score for unit in units}
+        groups = [unit.group for unit in units]
+    else:
+        groups, total, notices, expression = _turn_groups(conn, clauses, expression, filters, request, strict)
+        scores = turn_scores(conn, request.query, expression, groups, collections, contexts, filters)
+        groups.sort(key=lambda group: (-scores[group.turn_id], group.turn_id))
+        if request.limit is not None:
+            groups = groups[: request.limit]
+    hits = _hits(
+        conn,
+        groups,
+        lambda group: scores[group.turn_id],
+        request,
+        collections,
+        contexts,
+        clauses.highlight_terms,
+    )
     return SearchResult(
         query=request.query,
         mode="search",
@@ -203,10 +214,46 @@ def search_turns(
     )
 
 
+
+# How many units of the turn search's own order are rescored for each result wanted: the document
+# IDFs (unit_scores.turn_scores) can reorder them.
+RESCORED_PER_RESULT = 4
+
+
+def _turn_groups(
+    conn: Any,
+    clauses: ParsedQuery,
+    expression: str,
+    filters: tstore.TurnFilter,
+    request: TurnQuery,
+    strict: bool,
+) -> tuple[list[tstore.GroupRow], int, list[Notice], str]:
+    """The best turn of each unit (turn or run) that matches, in bm25(turns_fts) order: more than
+    the limit, for rescoring; with all terms where one or two are asked, else any. Also the
+    expression that found them."""
+    pool = None if request.limit is None else request.limit * RESCORED_PER_RESULT
+    notices: list[Notice] = []
+    groups, total = tstore.search_groups(conn, expression, filters, request.level, pool)
+    if not groups and strict and len(clauses.positive) > 1:
+        fallback = fts_expression(clauses, "any")
+        if fallback is not None:
+            groups, total = tstore.search_groups(conn, fallback, filters, request.level, pool)
+            expression = fallback
+            if groups:
+                notices.append(
+                    Notice(
+                        "PARTIAL_MATCH",
+                        f"no turn contains all {len(clauses.positive)} terms; showing turns that contain"
+                        " some of them",
+                    )
+                )
+    return groups, total, notices, expression
+
+
 def _hits(
     conn: Any,
     groups: Sequence[tstore.GroupRow],
-    score_of: Callable[[float], float],
+    score_of: Callable[[tstore.GroupRow], float],
     request: TurnQuery,
     collections: Sequence[Collection],
     contexts: Mapping[str, str],
@@ -217,7 +264,7 @@ def _hits(
     hits: list[Hit] = []
     for group in groups:
         turn = turns[group.turn_id]
-        score = score_of(group.bm25)
+        score = score_of(group)
         if score < request.min_score:
             continue
         hits.append(_hit(turn, group, score, request, by_name[turn.collection], contexts, terms))
@@ -263,7 +310,8 @@ def vector_levels(
                 break
             count *= 4
         terms = required_terms(parse_query(request.query)).highlight_terms
-        hits = _hits(conn, groups, lambda best: -best, request, [c for c, _ in sessions], contexts, terms)
+        chosen = [c for c, _ in sessions]
+        hits = _hits(conn, groups, lambda group: -group.bm25, request, chosen, contexts, terms)
         results.append(
             SearchResult(
                 query=request.query,
@@ -282,9 +330,6 @@ def vector_levels(
     return replace(merged, warnings=(*warnings, *merged.warnings))
 
 
-def _score(bm25: float) -> float:
-    raw = max(0.0, -bm25)
-    return raw / (1.0 + raw) if math.isfinite(raw) else 1.0
 
 
 def iso(epoch: float | None) -> str | None:

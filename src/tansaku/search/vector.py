@@ -18,6 +18,7 @@ from ..store import documents as store
 from ..store import vectors as vec
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
 from .hits import make_hit
+from .pages import page_starts
 from .query import parse_query, required_terms
 from .snippets import chunk_snippet
 from .vector_cache import CollectionVectors, ModelVectors, VectorCache, collection_vectors
@@ -38,6 +39,8 @@ class VectorQuery:
     min_score: float = DEFAULT_MIN_SCORE
     full: bool = False
     snippets: bool = True  # `query` asks for none, then fills in the ones it shows
+    # --where: the ids of the documents whose fields pass (None: every document).
+    allowed: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,10 @@ def _score(
                 continue
             entry_scores = all_scores.of(vectors.rows)
         best = np.maximum.reduceat(entry_scores, vectors.starts) * vectors.doc_weights
+        if request.allowed is not None:
+            # Filtered out before the limit: below any floor, so never ranked nor counted.
+            passes = np.isin(vectors.doc_ids, np.fromiter(request.allowed, dtype=np.int64))
+            best = np.where(passes, best, -np.inf)
         scored.append((vectors, entry_scores, best))
     return scored, total_exact
 
@@ -179,8 +186,12 @@ def _nearest(
         similarity = {embedding_id: 1.0 - distance for embedding_id, distance in nearest}
         entries = vec.entries_for_embeddings(conn, request.fingerprint, collection, params, list(similarity))
         exhausted = len(nearest) < wanted
-        # Many chunks of few documents can fill the nearest: fetch more until there are enough.
-        if exhausted or len(set(entries.doc_ids)) >= request.limit or wanted >= vec.KNN_MAX:
+        documents = set(entries.doc_ids)
+        if request.allowed is not None:
+            documents &= request.allowed
+        # Many chunks of few documents (or of documents --where leaves out) can fill the nearest:
+        # fetch more until there are enough.
+        if exhausted or len(documents) >= request.limit or wanted >= vec.KNN_MAX:
             break
         wanted = min(wanted * 4, vec.KNN_MAX)
     vectors = collection_vectors(entries, None, store.paths_by_ids(conn, set(entries.doc_ids)))
@@ -233,6 +244,7 @@ def _hits(
 ) -> list[Hit]:
     wanted = request.snippets or request.full
     texts = store.bodies(conn, [item.doc.hash for item in ranked]) if wanted else {}
+    pages = page_starts(conn, [item.doc for item in ranked])
     terms = required_terms(parse_query(request.query)).highlight_terms
     hits = []
     for item in ranked:
@@ -243,5 +255,7 @@ def _hits(
             snippet = Snippet(item.start_line, ())
         full = body if request.full else None
         lines = (item.start_line, item.end_line)
-        hits.append(make_hit(item.doc, item.score, snippet, full, collections, contexts, chunk_lines=lines))
+        hits.append(
+            make_hit(item.doc, item.score, snippet, full, collections, contexts, pages, chunk_lines=lines)
+        )
     return hits

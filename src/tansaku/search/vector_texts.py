@@ -19,6 +19,7 @@ from ..types import Collection, Notice, SearchResult
 
 if TYPE_CHECKING:
     from ..config import settings
+    from ..store.fields import DocumentFilter
     from .transcripts import TurnQuery
     from .vector_cache import VectorCache
 
@@ -32,6 +33,7 @@ class VectorRequest:
     verbose: bool = False
     # `vsearch --level ...` (search/transcripts.py): transcript collections by turn, grouped.
     levels: TurnQuery | None = None
+    where: DocumentFilter | None = None  # --where (store/fields.py)
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def search_texts(
     model is not on this machine."""
     from ..index.chunks import params_for
     from ..index.embed import model_identity, pack
-    from ..models.embedding import embed_model, load_embedder, prompt_format
+    from ..models.embedding import embed_model, embedder_for, prompt_format_of
     from ..models.threads import resolve_threads
     from ..store import db
     from ..store import vectors as vec
@@ -65,10 +67,13 @@ def search_texts(
     from .vector import VectorQuery, vsearch
 
     ref = embed_model(config_path)
-    prompt = prompt_format(ref.local_path, config_path)
+    prompt = prompt_format_of(ref, config_path)
     vec.load_extension(conn)
     db.read_snapshot(conn)  # one snapshot for the counts and the search
-    identity = model_identity(conn, str(ref.local_path), prompt)
+    if ref.endpoint is None:
+        identity = model_identity(conn, str(ref.local_path), prompt)
+    else:
+        identity = _remote_identity(conn, ref, prompt)
     pairs = [(c, params_for(c).fingerprint()) for c in chosen]
     counts = [
         cache.memo(
@@ -86,12 +91,21 @@ def search_texts(
             f"no vectors for the embedding model {ref.reference} in {names}{why}",
             hint="run `tansaku embed`" + (" (add -c NAME for one collection)" if len(chosen) > 1 else ""),
         )
-    embedder = load_embedder(
-        ref.local_path, threads=resolve_threads(config_path).query, verbose=request.verbose
+    embedder = embedder_for(
+        ref, config_path, threads=resolve_threads(config_path).query, verbose=request.verbose
     )
+    if ref.endpoint is not None:
+        # The index's vectors of this model have these dimensions: a server now answering with
+        # others serves another model under the same name (ENDPOINT_DIMENSIONS, not a bad match).
+        embedder.expect_dims(identity.dims or 0)
     embedding_started = time.perf_counter()
     vectors = embedder.embed([prompt.query(model_text(text)) for text in texts])
     embed_seconds = time.perf_counter() - embedding_started
+    allowed = None
+    if request.where is not None:
+        from ..store.fields import matching_ids
+
+        allowed = matching_ids(conn, request.where)
     results = []
     for text, vector in zip(texts, vectors, strict=True):
         query = VectorQuery(
@@ -103,6 +117,7 @@ def search_texts(
             request.min_score,
             request.full,
             request.snippets,
+            allowed,
         )
         if request.levels is None:
             results.append(vsearch(conn, query, pairs, config.contexts, notices, started, cache))
@@ -113,6 +128,16 @@ def search_texts(
                 vector_levels(conn, query, pairs, request.levels, config.contexts, notices, started, cache)
             )
     return VectorResults(results, [embedder.unreadable_share(text) for text in texts], embed_seconds)
+
+
+def _remote_identity(conn: Any, ref: Any, prompt: Any) -> Any:
+    """The identity of the endpoint model's vectors in this index, from what embed recorded (no
+    request): its dimensions are the last ones embed saw. Never embedded: no vectors match it."""
+    from ..index.embed import known_remote, remote_identity
+    from ..store import vectors as vec
+
+    record = known_remote(vec.models(conn), ref.endpoint)
+    return remote_identity(ref.endpoint, record.dims if record is not None else 0, prompt)
 
 
 def vector_warnings(chosen: Sequence[Collection], counts: Sequence[tuple[int, int, int]]) -> list[Notice]:
@@ -145,14 +170,34 @@ QUERY_UNREADABLE = "QUERY_UNREADABLE"
 
 def with_unreadable_warning(result: SearchResult, unreadable_share: float) -> SearchResult:
     """``result``, warned QUERY_UNREADABLE when the embedder cannot read most of the query (an
-    English model, a Chinese query): its nearest chunks are then noise, however they score."""
-    if unreadable_share <= 1.0 - MIN_READABLE:
-        return result
+    English model, a Chinese query): its nearest chunks are then noise, however they score; and
+    QUERY_TRUNCATED when the embedder read only the start of a long query (as keyword search
+    says when it searches only the first terms)."""
     from dataclasses import replace
 
-    notice = Notice(
-        QUERY_UNREADABLE,
-        f"the embedding model cannot read this query ({unreadable_share:.0%} {UNREADABLE_TOKENS}), so"
-        " vector search cannot answer it; use `search` (or `query`, which leaves such vectors out)",
-    )
-    return replace(result, warnings=(*result.warnings, notice))
+    from ..limits import MAX_MODEL_QUERY_CHARS, MAX_QUERY_TERMS
+    from .query import model_text
+
+    notices = []
+    read = model_text(result.query)
+    if read != result.query:
+        notices.append(
+            Notice(
+                "QUERY_TRUNCATED",
+                f"the embedding model read the first {len(read.split())} words ({len(read)} characters) of"
+                f" the query's {len(result.query.split())} (at most {MAX_QUERY_TERMS} words and"
+                f" {MAX_MODEL_QUERY_CHARS} characters per query)",
+            )
+        )
+    if unreadable_share > 1.0 - MIN_READABLE:
+        notices.append(
+            Notice(
+                QUERY_UNREADABLE,
+                f"the embedding model cannot read this query ({unreadable_share:.0%} {UNREADABLE_TOKENS}),"
+                " so vector search cannot answer it; use `search` (or `query`, which leaves such vectors"
+                " out)",
+            )
+        )
+    if not notices:
+        return result
+    return replace(result, warnings=(*result.warnings, *notices))

@@ -8,7 +8,7 @@ The pid file is written and removed only by whoever holds the claim.
 
 Only the daemon this module started is ever signalled: the pid file records the process's start
 time as the kernel gives it, so a pid reused by another program is a stale file, not a target.
-Nothing starts a server implicitly; only ``tansaku mcp --http --daemon`` does.
+Nothing starts a server implicitly; only ``tansaku mcp --http --daemon`` and ``tansaku ui`` do.
 """
 
 from __future__ import annotations

@@ -179,6 +179,8 @@ def routes(service: Service, settings: Settings) -> list[Route]:
         Route("/health", health, methods=["GET"]),
         Route("/status", _endpoint(service, "status", _nothing), methods=["GET"]),
         Route("/get", _endpoint(service, "get", _query_params), methods=["GET"]),
+        Route("/session", _endpoint(service, "session", _query_params), methods=["GET"]),
+        Route("/models", _endpoint(service, "models", _nothing), methods=["GET"]),
         Route("/search", _endpoint(service, "search", _json_body), methods=post),
         Route("/vsearch", _endpoint(service, "vsearch", _json_body), methods=post),
         Route("/query", _endpoint(service, "query", _json_body), methods=post),
@@ -214,7 +216,7 @@ def banner(service: Service, settings: Settings) -> str:
         f"tansaku {__version__} serving on {settings.url} (pid {os.getpid()}, {settings.mode})",
         f"  search page: {settings.url}/",
         f"  MCP (Streamable HTTP): {settings.url}/mcp",
-        "  JSON: POST /search /vsearch /query /multi-get, GET /get /status /health",
+        "  JSON: POST /search /vsearch /query /multi-get, GET /get /session /status /models /health",
         f"  config: {api.config_path}",
         f"  index:  {api.index_path}",
         f"  stop:   {stop}",
@@ -237,8 +239,15 @@ def one_blas_thread() -> None:
     os.environ.setdefault(BLAS_THREADS_ENV, "1")
 
 
-def serve(index_name: str | None, settings: Settings, in_use_by: Callable[[int], str]) -> None:
-    """Run in the foreground until SIGINT or SIGTERM."""
+def serve(
+    index_name: str | None,
+    settings: Settings,
+    in_use_by: Callable[[int], str],
+    *,
+    open_page: bool = False,
+) -> None:
+    """Run in the foreground until SIGINT or SIGTERM; with ``open_page``, open the search page in
+    the browser once the port is bound (a request that comes first waits in the listen queue)."""
     import uvicorn
 
     one_blas_thread()
@@ -255,6 +264,10 @@ def serve(index_name: str | None, settings: Settings, in_use_by: Callable[[int],
     application = app(service, settings)
     sys.stdout.write(banner(service, settings))
     sys.stdout.flush()
+    if open_page:
+        from .browser import open_page_soon
+
+        open_page_soon(settings.url + "/")
     config = uvicorn.Config(
         application,
         log_level="warning",

@@ -17,10 +17,11 @@ from mcp.server.lowlevel import Server
 
 from .. import __version__
 from ..errors import TansakuError
+from ..fields.where import MAX_CONDITIONS, MAX_OPERAND_CHARS
 from ..options import MAX_WHOLE_NUMBER
 from ..paths import VIRTUAL_PREFIX
 from . import advice
-from .requests import MAX_RERANK_BUDGET_S, MAX_SEARCHES, SEARCH_KINDS, Answer, Service
+from .requests import MAX_CONTEXT_TURNS, MAX_RERANK_BUDGET_S, MAX_SEARCHES, SEARCH_KINDS, Answer, Service
 from .summary import instructions
 
 RESOURCE_PAGE = 200  # documents per resources/list page
@@ -43,6 +44,18 @@ _FULL = {"type": "boolean", "description": "the whole document with each result 
 
 _LINE_NUMBERS = {"type": "boolean", "description": "number the lines of the text content"}
 _FULL_PATH = {"type": "boolean", "description": "show disk paths instead of tansaku:// paths in the text"}
+# --where and --fields: front-matter fields of Markdown files.
+_FIELD_FILTERS = {
+    "where": {
+        "type": "array",
+        "maxItems": MAX_CONDITIONS,
+        "items": {"type": "string", "maxLength": MAX_OPERAND_CHARS + 100},
+        "description": "only documents whose front matter passes every condition: FIELD=VALUE (any"
+        " element of a list field, any case), FIELD!=VALUE, FIELD>=DATE, FIELD<=DATE, FIELD>N, FIELD<N"
+        " (dates as 2024-05-01); applied before the limit",
+    },
+    "fields": {"type": "boolean", "description": "each result carries its document's front-matter fields"},
+}
 _TRANSCRIPTS = {
     "level": {
         "type": "string",
@@ -128,6 +141,8 @@ TOOLS: list[types.Tool] = [
                 "max_bytes": _whole("pack: at most these bytes (10240)"),
                 "line_numbers": _LINE_NUMBERS,
                 "full_path": _FULL_PATH,
+                **_TRANSCRIPTS,
+                **_FIELD_FILTERS,
             },
             [],
         ),
@@ -150,6 +165,7 @@ TOOLS: list[types.Tool] = [
                 "line_numbers": _LINE_NUMBERS,
                 "full_path": _FULL_PATH,
                 **_TRANSCRIPTS,
+                **_FIELD_FILTERS,
             },
             ["query"],
         ),
@@ -170,6 +186,8 @@ TOOLS: list[types.Tool] = [
                 "full": _FULL,
                 "line_numbers": _LINE_NUMBERS,
                 "full_path": _FULL_PATH,
+                **_TRANSCRIPTS,
+                **_FIELD_FILTERS,
             },
             ["query"],
         ),
@@ -190,6 +208,12 @@ TOOLS: list[types.Tool] = [
                 "from_line": _whole("first line (1-based)"),
                 "max_lines": _whole("at most this many lines"),
                 "max_bytes": _whole("at most this many bytes"),
+                "context": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_CONTEXT_TURNS,
+                    "description": "on a transcript turn (SESSION.jsonl:LINE): turns before and after it (3)",
+                },
                 "line_numbers": {
                     "type": "boolean",
                     "description": "number the lines of the text content (default true)",

@@ -37,6 +37,8 @@ _ALIASES = {
     "role": "roles",
 }
 SEARCH_KINDS = ("lex", "vec", "hyde")
+# Turns of context a `get` on a turn may ask for: the CLI has no bound, a server's request does.
+MAX_CONTEXT_TURNS = 1000
 MAX_SEARCHES = 10  # the query document's own limit (hybrid/document.py) says why; checked there too
 MAX_RERANK_BUDGET_S = 600.0  # a request's rerank budget; the request's own deadline bounds it anyway
 # A request's work stops at this deadline (REQUEST_TIMEOUT): a cold `query` that loads three
@@ -118,6 +120,17 @@ class Fields:
             raise UsageError(f"field {name!r} must be a whole number from 1 to {MAX_WHOLE_NUMBER:,}")
         return value
 
+    def amount(self, name: str, *, high: int) -> int | None:
+        """A whole number from 0 (a count where none is meaningful: turns of context, run 0)."""
+        value = self.values.get(name)
+        if value is None:
+            return None
+        if isinstance(value, str) and value.isdigit() and len(value) <= len(str(high)):
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+            raise UsageError(f"field {name!r} must be a whole number from 0 to {high:,}")
+        return value
+
     def number(self, name: str, *, low: float, high: float) -> float | None:
         value = self.values.get(name)
         if value is None:
@@ -142,31 +155,44 @@ def _optional(**values: Any) -> dict[str, Any]:
 
 
 _RESULT_FIELDS = {"query", "limit", "all", "min_score", "full", "collections", "line_numbers", "full_path"}
+_RESULT_FIELDS |= {"where", "fields"}  # front-matter fields (--where, --fields)
 _TRANSCRIPT_FIELDS = {"level", "roles", "since", "until", "project"}
+
+
+def _levels(f: Fields) -> dict[str, Any]:
+    """The transcript level and filters, as `search`, `vsearch` and `query` take them."""
+    return {
+        "level": f.text("level"),
+        "roles": tuple(f.texts("roles")),
+        "since": f.text("since"),
+        "until": f.text("until"),
+        "project": f.text("project"),
+    }
 
 
 def _search(api: Tansaku, f: Fields) -> Any:
     return api.search_levels(
         f.text("query", required=True) or "",
         collections=f.texts("collections"),
-        level=f.text("level"),
-        roles=f.texts("roles"),
-        since=f.text("since"),
-        until=f.text("until"),
-        project=f.text("project"),
+        **_levels(f),
         limit=_limit(f),
         **_optional(min_score=f.number("min_score", low=0, high=1)),
         full=f.flag("full"),
+        where=f.texts("where"),
+        fields=f.flag("fields"),
     )
 
 
 def _vsearch(api: Tansaku, f: Fields) -> Any:
-    return api.vsearch(
+    return api.vsearch_levels(
         f.text("query", required=True) or "",
         collections=f.texts("collections"),
+        **_levels(f),
         limit=_limit(f),
         **_optional(min_score=f.number("min_score", low=0, high=1)),
         full=f.flag("full"),
+        where=f.texts("where"),
+        fields=f.flag("fields"),
     )
 
 
@@ -206,19 +232,33 @@ def _query(api: Tansaku, f: Fields) -> Any:
         max_items=max_items,
         max_bytes=max_bytes,
     )
+    levels = _levels(f)
     common = {
         "collections": f.texts("collections"),
+        "levels": levels if any(levels.values()) else None,  # as the CLI passes them
         "intent": f.text("intent"),
         "expand": not f.flag("no_expand"),
         "rerank": not f.flag("no_rerank"),
         "rerank_budget": f.number("rerank_budget", low=0, high=MAX_RERANK_BUDGET_S),
+        "where": f.texts("where"),
         **_optional(
             min_score=f.number("min_score", low=0, high=1), candidate_limit=f.count("candidate_limit")
         ),
     }
     if pack:
+        if f.flag("fields"):
+            raise UsageError(
+                "'pack' does not take 'fields'", hint="a pack cites passages; search with fields"
+            )
         return api.pack(query_text(f), **_optional(max_items=max_items, max_bytes=max_bytes), **common)
-    return api.query(query_text(f), limit=_limit(f), full=f.flag("full"), explain=f.flag("explain"), **common)
+    return api.query(
+        query_text(f),
+        limit=_limit(f),
+        full=f.flag("full"),
+        explain=f.flag("explain"),
+        fields=f.flag("fields"),
+        **common,
+    )
 
 
 def _get(api: Tansaku, f: Fields) -> Any:
@@ -228,7 +268,23 @@ def _get(api: Tansaku, f: Fields) -> Any:
         from_line=f.count("from_line"),
         max_lines=f.count("max_lines"),
         max_bytes=f.count("max_bytes"),
+        context=f.amount("context", high=MAX_CONTEXT_TURNS),
     )
+
+
+def _session(api: Tansaku, f: Fields) -> Any:
+    # Never `raw`: a server shows what was indexed, with its secrets redacted.
+    return api.read_session(
+        f.text("session", required=True) or "",
+        from_line=f.count("from_line") or 1,
+        limit=f.count("limit"),
+        run=f.amount("run", high=MAX_WHOLE_NUMBER),
+        max_bytes=f.count("max_bytes"),
+    )
+
+
+def _model_files(api: Tansaku, f: Fields) -> Any:
+    return api.model_files()
 
 
 def _multi_get(api: Tansaku, f: Fields) -> Any:
@@ -252,11 +308,14 @@ class Operation:
 OPERATIONS: dict[str, Operation] = {
     "search": Operation(_search, frozenset(_RESULT_FIELDS | _TRANSCRIPT_FIELDS), False, False),
     # The embedder takes turns on its own (models/embedding.py); the vector cache has its lock.
-    "vsearch": Operation(_vsearch, frozenset(_RESULT_FIELDS), False, False, runs_models=True),
+    "vsearch": Operation(
+        _vsearch, frozenset(_RESULT_FIELDS | _TRANSCRIPT_FIELDS), False, False, runs_models=True
+    ),
     "query": Operation(
         _query,
         frozenset(
             _RESULT_FIELDS
+            | _TRANSCRIPT_FIELDS
             | {"searches", "candidate_limit", "intent", "no_expand", "no_rerank", "rerank_budget"}
             | {"explain", "pack", "max_items", "max_bytes"}
         ),
@@ -266,10 +325,17 @@ OPERATIONS: dict[str, Operation] = {
     ),
     "get": Operation(
         _get,
-        frozenset({"ref", "from_line", "max_lines", "max_bytes", "line_numbers", "full_path"}),
+        frozenset({"ref", "from_line", "max_lines", "max_bytes", "context", "line_numbers", "full_path"}),
         True,
         False,
     ),
+    "session": Operation(
+        _session,
+        frozenset({"session", "from_line", "limit", "run", "max_bytes", "full_path"}),
+        False,
+        False,
+    ),
+    "models": Operation(_model_files, frozenset(), False, False),
     "multi_get": Operation(
         _multi_get, frozenset({"pattern", "max_lines", "max_bytes", "line_numbers", "full_path"}), True, False
     ),
@@ -278,11 +344,14 @@ OPERATIONS: dict[str, Operation] = {
 
 
 def json_data(result: Any) -> Any:
-    """The CLI's ``--json`` output as data (a pack keeps its documented key order)."""
-    from ..types import ContextPack
+    """The CLI's ``--json`` output as data (a pack keeps its documented key order; a session's
+    runs are objects, as `session read --json` and `get --json` on a turn print them)."""
+    from ..types import ContextPack, SessionRead
 
     if isinstance(result, ContextPack):
         return json.loads(render_pack(result, RenderOptions()))
+    if isinstance(result, SessionRead):
+        return json.loads(render(result, "json", RenderOptions()))
     return to_data(result)
 
 

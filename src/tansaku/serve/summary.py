@@ -66,4 +66,10 @@ def _models(api: Any) -> list[str]:
         refs = registry.resolve_all(api.config_path)
     except TansakuError as exc:
         return [f"unknown ({exc.message})"]
-    return [f"{ref.role} {'present' if ref.present else 'missing'} ({ref.local_path.name})" for ref in refs]
+    return [_model_line(ref) for ref in refs]
+
+
+def _model_line(ref: Any) -> str:
+    if ref.endpoint is not None:
+        return f"{ref.role} remote ({ref.endpoint.model} at {ref.endpoint.host})"
+    return f"{ref.role} {'present' if ref.present else 'missing'} ({ref.local_path.name})"

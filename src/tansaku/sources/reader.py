@@ -21,6 +21,9 @@ BINARY_SNIFF_BYTES = 8192
 MAX_BAD_FRACTION = 0.01
 _FRONT_MATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 _TITLE_LINE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.M)
+# TOML front matter (Hugo's +++ ... +++), whose closing line would otherwise underline a title.
+_TOML_FRONT_MATTER = re.compile(r"\A(?:\ufeff)?\+\+\+[ \t]*\r?\n(.*?)\r?\n\+\+\+[ \t]*(?:\r?\n|\Z)", re.S)
+_TOML_TITLE_LINE = re.compile(r"^title[ \t]*=[ \t]*(.+?)[ \t]*$", re.M)
 _HEADING = re.compile(r"^[ ]{0,3}#[ \t]+(.+?)[ \t#]*$", re.M)
 # A title underlined with a run of one punctuation character: Markdown setext (= or -) and
 # reStructuredText (any of these), e.g. "pathlib\n=======" in Python's .rst sources.
@@ -32,7 +35,10 @@ _UNDERLINED = re.compile(
 # 4: a C function pointer type defines its own name, not its return type (sources/outline.py).
 # 5: Sphinx's awaitablefunction and awaitablemethod define names (asyncio.gather, anext); a man
 #    page's upper-case tags do too (SIGHUP, CAP_NET_BIND_SERVICE, LANG).
-INDEXER_VERSION = 5
+# 6: a Markdown file's front matter is stored as fields (fields/frontmatter.py, --where); TOML
+#    front matter (+++) gives the title.
+# 7: HTML files are indexed as their extracted text, not their markup (sources/formats/).
+INDEXER_VERSION = 7
 TITLE_SEARCH_CHARS = 16_384
 # Only prose formats have headings; in code a "# comment" or a docstring closed by '"""' is not
 # a title, so code files are titled by their name.
@@ -47,6 +53,8 @@ class ReadDocument:
     title: str
     size: int
     repaired: bool
+    pages: tuple[int, ...] = ()  # first line of each page, for a PDF
+    notices: tuple[str, ...] = ()  # what its extraction left out (pages past the limit, ...)
 
 
 def content_hash(raw: bytes) -> str:
@@ -92,10 +100,12 @@ def extract_title(text: str, rel_path: str) -> str:
     if _prose_suffix(name) not in PROSE_SUFFIXES:
         return name
     body_start = 0
-    front = _FRONT_MATTER.match(text)
+    front, title_line = _FRONT_MATTER.match(text), _TITLE_LINE
+    if front is None:
+        front, title_line = _TOML_FRONT_MATTER.match(text), _TOML_TITLE_LINE
     if front:
         body_start = front.end()
-        found = _TITLE_LINE.search(front.group(1))
+        found = title_line.search(front.group(1))
         if found:
             title = _unquote(found.group(1))
             if title:

@@ -5,12 +5,13 @@ Two seams, both small on purpose:
 - ``Backend`` is what opening an index means: does it exist, a read block, a write connection,
   the one-writer lock, how its errors read. ``open_backend`` picks the implementation from the
   index reference; ``SqliteBackend`` only forwards to ``store.db``.
-- ``documents``, ``chunks``, ``vectors`` and ``db`` below stand for the store modules of the same
-  names. Callers keep calling ``store.keyword_search(conn, ...)``: the call goes to
-  ``tansaku.store.documents`` for a SQLite connection and to ``tansaku.store.postgres.documents``
-  for a PostgreSQL one (a connection that says ``tansaku_backend = "postgresql"``). Every SQL
-  statement stays in its backend's modules, and a function a backend does not have yet fails
-  with ``BACKEND_UNSUPPORTED`` instead of a traceback. The modules' dataclasses and constants
+- ``documents``, ``chunks``, ``vectors``, ``db``, ``fields``, ``extractions`` and ``removal``
+  below stand for the store modules of the same names. Callers keep calling
+  ``store.keyword_search(conn, ...)``: the call goes to ``tansaku.store.documents`` for a SQLite
+  connection and to ``tansaku.store.postgres.documents`` for a PostgreSQL one (a connection that
+  says ``tansaku_backend = "postgresql"``). Every SQL statement stays in its backend's modules,
+  and a function a backend does not have yet fails with ``BACKEND_UNSUPPORTED`` instead of a
+  traceback. The modules' dataclasses and constants
   (``StoredDocument``, ``BM25_WEIGHTS``) are shared: both backends return and take the same ones.
 
 Nothing here imports a database driver: a keyword search on a SQLite index pays for none of it.
@@ -206,3 +207,6 @@ documents: Any = _Routed("documents")
 chunks: Any = _Routed("chunks")
 vectors: Any = _Routed("vectors")
 db: Any = _Routed("db")
+fields: Any = _Routed("fields")
+extractions: Any = _Routed("extractions")
+removal: Any = _Routed("removal")

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .fields import DocumentFilter, delete_fields
+
 # Column weights for bm25(), in the table's column order: path, title, body, headings (headings
 # and the names a document defines), options (the command-line options it documents).
 BM25_WEIGHTS = (1.5, 4.0, 1.0, 4.0, 4.0)
@@ -205,6 +207,7 @@ def _fts_delete(conn: Any, doc_id: int) -> None:
 
 def delete_document(conn: Any, doc_id: int) -> None:
     _fts_delete(conn, doc_id)
+    delete_fields(conn, doc_id)
     conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
 
@@ -227,26 +230,18 @@ def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
     conn.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id))
 
 
+def document_ids_in(conn: Any, collection: str) -> list[int]:
+    return [row[0] for row in conn.execute("SELECT id FROM documents WHERE collection = ?", (collection,))]
+
+
+def forget_collection_state(conn: Any, collection: str) -> None:
+    conn.execute("DELETE FROM collection_state WHERE name = ?", (collection,))
+
+
 def prune_content(conn: Any) -> int:
     cursor = conn.execute("DELETE FROM content WHERE hash NOT IN (SELECT DISTINCT hash FROM documents)")
     return cursor.rowcount
 
-
-def delete_collection(conn: Any, collection: str) -> int:
-    # Imported here: a search, which loads this module, needs neither (about 4 ms of start-up).
-    from .chunks import prune_chunks
-    from .transcripts import delete_collection_sessions
-    from .vectors import prune_if_present as prune_vectors
-
-    sessions = delete_collection_sessions(conn, collection)  # their turns first, then their documents
-    ids = [row[0] for row in conn.execute("SELECT id FROM documents WHERE collection = ?", (collection,))]
-    for doc_id in ids:
-        delete_document(conn, doc_id)
-    conn.execute("DELETE FROM collection_state WHERE name = ?", (collection,))
-    prune_content(conn)
-    prune_chunks(conn)
-    prune_vectors(conn)
-    return sessions + len(ids)
 
 
 def rename_collection(conn: Any, old: str, new: str) -> None:
@@ -300,38 +295,57 @@ def keyword_search(
     collection: str | None,
     limit: int | None,
     weights: Sequence[float] = BM25_WEIGHTS,
+    where: DocumentFilter | None = None,
 ) -> list[tuple[int, float]]:
     """(document id, raw bm25) best first, for one collection (None: the whole index, without
-    the join that filters by collection). bm25 is negative: lower is better."""
+    the join that filters by collection), among the documents ``where`` lets through (all
+    without one), before the limit. bm25 is negative: lower is better."""
     score = f"bm25(documents_fts, {_weights(weights)})"
     if collection is None:
-        sql = (
-            f"SELECT rowid, {score} AS score FROM documents_fts"
-            " WHERE documents_fts MATCH ? ORDER BY score, rowid"
-        )
+        sql = f"SELECT rowid, {score} AS score FROM documents_fts WHERE documents_fts MATCH ?"
         params: tuple[Any, ...] = (expression,)
+        sql, params = _filtered(sql, params, "rowid", where)
+        sql += " ORDER BY score, rowid"
     else:
         sql = (
             f"SELECT f.rowid AS id, {score} AS score FROM documents_fts AS f"
             " JOIN documents AS d ON d.id = f.rowid"
-            " WHERE documents_fts MATCH ? AND d.collection = ? ORDER BY score, d.path"
+            " WHERE documents_fts MATCH ? AND d.collection = ?"
         )
         params = (expression, collection)
+        sql, params = _filtered(sql, params, "f.rowid", where)
+        sql += " ORDER BY score, d.path"
     if limit is not None:
         sql += " LIMIT ?"
         params += (limit,)
     return [(row[0], row[1]) for row in conn.execute(sql, params)]
 
 
-def keyword_count(conn: Any, expression: str, collection: str | None) -> int:
-    if collection is None:
+def _filtered(
+    sql: str, params: tuple[Any, ...], rowid: str, where: DocumentFilter | None
+) -> tuple[str, tuple[Any, ...]]:
+    # The unary + keeps FTS5 from taking the id list as its plan (one phrase lookup per id): the
+    # match runs once, and its rows are checked against the filter's ids.
+    if where is None:
+        return sql, params
+    return f"{sql} AND +{rowid} IN ({where.sql})", params + where.params
+
+
+def keyword_count(
+    conn: Any, expression: str, collection: str | None, where: DocumentFilter | None = None
+) -> int:
+    if collection is None and where is None:
         return phrase_frequency(conn, expression)
-    row = conn.execute(
-        "SELECT count(*) FROM documents_fts AS f JOIN documents AS d ON d.id = f.rowid"
-        " WHERE documents_fts MATCH ? AND d.collection = ?",
-        (expression, collection),
-    ).fetchone()
-    return int(row[0])
+    if collection is None:
+        sql, params = "SELECT count(*) FROM documents_fts WHERE documents_fts MATCH ?", (expression,)
+        sql, params = _filtered(sql, params, "rowid", where)
+    else:
+        sql = (
+            "SELECT count(*) FROM documents_fts AS f JOIN documents AS d ON d.id = f.rowid"
+            " WHERE documents_fts MATCH ? AND d.collection = ?"
+        )
+        sql, params = _filtered(sql, (expression, collection), "f.rowid", where)
+    return int(conn.execute(sql, params).fetchone()[0])
 
 
 def sole_collection(conn: Any) -> str | None:

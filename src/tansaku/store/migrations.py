@@ -224,6 +224,50 @@ CREATE INDEX transcript_turns_doc ON transcript_turns (doc_id, seq);
 CREATE VIRTUAL TABLE turns_fts USING fts5(text, tokenize = '{FTS_TOKENIZER}', content = '')
 """
 
+# Front-matter fields (issue 27), one row per value of a document: a list field has a row per
+# element (seq), in the order written (position). Keyed by document id, which a move keeps; the
+# rows go with their document (documents.delete_document). Keyed by content hash they took 2.5
+# times the space (the 64-character hash in every row and again in the index). `folded` is the
+# value case-folded for `=`; `number` and `day` are set when the value is a number or holds a
+# date, for `>=` and `<=`. The indexer version that comes with this schema makes the next
+# `update` read every file again and fill it.
+_V7 = """
+CREATE TABLE document_fields (
+    doc_id INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    name TEXT NOT NULL COLLATE NOCASE,
+    many INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    value TEXT NOT NULL,
+    folded TEXT NOT NULL,
+    number REAL,
+    day TEXT,
+    PRIMARY KEY (doc_id, position, seq)
+) WITHOUT ROWID;
+CREATE INDEX document_fields_value ON document_fields (name, folded)
+"""
+
+# Text extracted from PDF, HTML, Word and EPUB files (issue 27), cached by the file's content hash
+# and the extractor's version, so an unchanged file is never extracted twice, even after it left
+# the index for a while (moved out and back, a collection removed and added again, a new indexer
+# version). A failure is cached too (text NULL, failure = its reason), so a bad file costs one
+# try. Derived data: any row may be deleted. ``seen_at`` ages out rows no document uses.
+_V8 = """
+CREATE TABLE extractions (
+    hash TEXT NOT NULL,
+    extractor TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    body TEXT,
+    pages TEXT NOT NULL DEFAULT '[]',
+    notices TEXT NOT NULL DEFAULT '[]',
+    failure TEXT,
+    extracted_at TEXT NOT NULL,
+    seen_at TEXT NOT NULL,
+    PRIMARY KEY (hash, extractor)
+) WITHOUT ROWID
+"""
+
 Migration = Callable[[Any], None]
 
 
@@ -236,7 +280,16 @@ def _script(sql: str) -> Migration:
     return run
 
 
-MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4), _v5, _script(_V6)]
+MIGRATIONS: list[Migration] = [
+    _script(_V1),
+    _script(_V2),
+    _script(_V3),
+    _script(_V4),
+    _v5,
+    _script(_V6),
+    _script(_V7),
+    _script(_V8),
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -357,6 +357,27 @@ class GroupRow:
     sessions: int
 
 
+def turn_total(conn: Any) -> int:
+    """How many turns the turn index holds: the N of its BM25 IDF."""
+    return int(conn.execute("SELECT count(*) FROM transcript_turns").fetchone()[0])
+
+
+def turn_phrase_frequency(conn: Any, expression: str) -> int:
+    """How many turns (of any collection) match ``expression``: the df of its BM25 IDF."""
+    row = conn.execute("SELECT count(*) FROM turns_fts WHERE turns_fts MATCH ?", (expression,)).fetchone()
+    return int(row[0])
+
+
+def turn_phrase_bm25(conn: Any, expression: str, ids: Sequence[int]) -> dict[int, float]:
+    """Raw bm25 of one phrase for these turns (absent: the turn does not contain it); the match
+    runs once and the ids are filtered here, as documents.phrase_bm25 does."""
+    if not ids:
+        return {}
+    wanted = set(ids)
+    rows = conn.execute("SELECT rowid, bm25(turns_fts) FROM turns_fts WHERE turns_fts MATCH ?", (expression,))
+    return {row[0]: row[1] for row in rows if row[0] in wanted}
+
+
 def search_groups(
     conn: Any, expression: str, filters: TurnFilter, level: str, limit: int | None
 ) -> tuple[list[GroupRow], int]:

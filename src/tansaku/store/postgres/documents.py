@@ -11,7 +11,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ...errors import BackendUnsupported
 from ..documents import BM25_WEIGHTS, FtsText, StoredDocument
+from ..fields import DocumentFilter
 from .expression import Expression, Phrase, parse
 from .ranking import Evaluation, Positions
 from .tokens import column_tokens
@@ -259,7 +261,10 @@ def _fts_stored(conn: Any, doc_id: int) -> FtsText | None:
 
 
 def delete_document(conn: Any, doc_id: int) -> None:
+    from .fields import delete_fields
+
     _unindex(conn, doc_id)
+    delete_fields(conn, doc_id)
     conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
 
 
@@ -294,18 +299,13 @@ def prune_content(conn: Any) -> int:
     return int(cursor.rowcount)
 
 
-def delete_collection(conn: Any, collection: str) -> int:
-    from .chunks import prune_chunks
+def document_ids_in(conn: Any, collection: str) -> list[int]:
+    rows = conn.execute("SELECT id FROM documents WHERE collection = %s", (collection,))
+    return [int(row[0]) for row in rows]
 
-    ids = [
-        int(row[0]) for row in conn.execute("SELECT id FROM documents WHERE collection = %s", (collection,))
-    ]
-    for doc_id in ids:
-        delete_document(conn, doc_id)
+
+def forget_collection_state(conn: Any, collection: str) -> None:
     conn.execute("DELETE FROM collection_state WHERE name = %s", (collection,))
-    prune_content(conn)
-    prune_chunks(conn)
-    return len(ids)
 
 
 def rename_collection(conn: Any, old: str, new: str) -> None:
@@ -445,9 +445,11 @@ def keyword_search(
     collection: str | None,
     limit: int | None,
     weights: Sequence[float] = BM25_WEIGHTS,
+    where: DocumentFilter | None = None,
 ) -> list[tuple[int, float]]:
     """(document id, raw bm25) best first, ordered as the SQLite path orders them (ties by id for
     the whole index, by path within a collection)."""
+    _no_filter(where)
     evaluation = _evaluate(conn, expression)
     if collection is None:
         scores = _scores(conn, evaluation, evaluation.matches, weights)
@@ -460,10 +462,21 @@ def keyword_search(
     return ranked if limit is None else ranked[:limit]
 
 
-def keyword_count(conn: Any, expression: str, collection: str | None) -> int:
+def keyword_count(
+    conn: Any, expression: str, collection: str | None, where: DocumentFilter | None = None
+) -> int:
+    _no_filter(where)
     if collection is None:
         return phrase_frequency(conn, expression)
     return len(_in_collection(conn, _evaluate(conn, expression).matches, collection))
+
+
+def _no_filter(where: DocumentFilter | None) -> None:
+    if where is not None:
+        raise BackendUnsupported(
+            "--where does not work on a PostgreSQL index yet",
+            hint="search without --where (docs/backends.md lists what works on PostgreSQL)",
+        )
 
 
 def sole_collection(conn: Any) -> str | None:

@@ -96,6 +96,39 @@ CREATE TABLE chunks (
 )
 """
 
+# Front-matter fields (store/fields.py) and the cache of extracted PDF, HTML, Word and EPUB text
+# (store/extractions.py), as in SQLite's versions 7 and 8. A field's name compares in any case
+# there (COLLATE NOCASE), hence the index on lower(name) here, for the filter still to come.
+_V2 = """
+CREATE TABLE document_fields (
+    doc_id bigint NOT NULL,
+    position integer NOT NULL,
+    seq integer NOT NULL,
+    name text NOT NULL,
+    many integer NOT NULL,
+    kind text NOT NULL,
+    value text NOT NULL,
+    folded text NOT NULL,
+    number double precision,
+    day text,
+    PRIMARY KEY (doc_id, position, seq)
+);
+CREATE INDEX document_fields_value ON document_fields (lower(name), folded);
+
+CREATE TABLE extractions (
+    hash text COLLATE "C" NOT NULL,
+    extractor text COLLATE "C" NOT NULL,
+    title text NOT NULL DEFAULT '',
+    body text,
+    pages text NOT NULL DEFAULT '[]',
+    notices text NOT NULL DEFAULT '[]',
+    failure text,
+    extracted_at text NOT NULL,
+    seen_at text NOT NULL,
+    PRIMARY KEY (hash, extractor)
+)
+"""
+
 Migration = Callable[[Any], None]
 
 
@@ -108,7 +141,7 @@ def _script(sql: str) -> Migration:
     return run
 
 
-MIGRATIONS: list[Migration] = [_script(_V1)]
+MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2)]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

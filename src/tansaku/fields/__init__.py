@@ -1,0 +1,8 @@
+"""Front-matter fields (issue 27): parsed once at update, filtered on with ``--where``, shown with
+``--fields``.
+
+- ``frontmatter``: YAML (``---``) and TOML (``+++``) front matter of a Markdown file -> fields.
+- ``where``: the ``--where`` expressions -> conditions (bad syntax is a usage error).
+- ``lookup``: the searches' document filter and the fields of the documents a search returns.
+The SQL of both lives in ``store/fields.py``.
+"""

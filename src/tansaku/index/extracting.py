@@ -1,0 +1,103 @@
+"""Reading a PDF, HTML, Word or EPUB file during an update: its bytes are hashed first, and the
+text is extracted only when no extraction of these bytes is cached (``store/extractions.py``).
+
+The plan is read-only (``--dry-run`` runs it too), so what is extracted or looked up is logged
+here and written by ``apply`` in the update's transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from ..sources import formats
+from ..sources.reader import ReadDocument, content_hash
+from ..sources.walk import FoundFile
+from ..store.backend import extractions as cache
+from ..types import SkippedFile
+
+
+@dataclass
+class ExtractionLog:
+    new: list[cache.StoredExtraction] = field(default_factory=list)  # to store
+    seen: list[tuple[str, str]] = field(default_factory=list)  # cached rows used: (hash, extractor)
+    extracted: int = 0  # files actually extracted in this run
+
+
+def read_formatted(
+    conn: Any,
+    item: FoundFile,
+    fmt: str,
+    max_text_chars: int,
+    known_hash: str | None,
+    log: ExtractionLog,
+    extracted_at: str,
+) -> ReadDocument | SkippedFile:
+    """The file as a document; ``known_hash`` is the stored hash of this path: the same bytes
+    need no text (the update only refreshes the stat), so none is extracted or looked up."""
+    limit = formats.MAX_DOCUMENT_BYTES
+    if item.size > limit:
+        return SkippedFile(item.rel_path, f"too-large ({item.size} bytes > limit {limit} for {fmt} files)")
+    try:
+        with open(item.abs_path, "rb") as handle:
+            raw = handle.read(limit + 1)
+    except OSError as exc:
+        return SkippedFile(item.rel_path, f"unreadable ({exc.strerror or exc})")
+    if len(raw) > limit:
+        return SkippedFile(item.rel_path, f"too-large (over limit {limit} for {fmt} files)")
+    digest = content_hash(raw)
+    if digest == known_hash:
+        return ReadDocument(item.rel_path, digest, "", "", len(raw), False)
+    extractor = formats.extractor_id(fmt)
+    found = cache.get(conn, digest, extractor)
+    if found is not None:
+        log.seen.append((digest, extractor))
+    else:
+        got = _extract(fmt, raw, digest, extractor, max_text_chars, extracted_at)
+        log.extracted += 1
+        if isinstance(got, formats.ExtractionFailed):  # not cached (a missing extra): try next time
+            return SkippedFile(item.rel_path, got.reason)
+        found = got
+        log.new.append(found)
+    if found.failure is not None or found.body is None:
+        return SkippedFile(item.rel_path, found.failure or "corrupt")
+    return ReadDocument(
+        rel_path=item.rel_path,
+        content_hash=digest,
+        text=found.body,
+        title=found.title or PurePosixPath(item.rel_path).name,
+        size=len(raw),
+        repaired=False,
+        pages=found.pages,
+        notices=found.notices,
+    )
+
+
+def _extract(
+    fmt: str, raw: bytes, digest: str, extractor: str, max_text_chars: int, extracted_at: str
+) -> cache.StoredExtraction | formats.ExtractionFailed:
+    try:
+        got = formats.extract(fmt, raw, max_text_chars)
+    except formats.ExtractionFailed as exc:
+        if not exc.cacheable:
+            return exc
+        return _failed(digest, extractor, exc.reason, extracted_at)
+    except RecursionError as exc:
+        return _failed(digest, extractor, f"corrupt (nested too deeply to read: {exc})", extracted_at)
+    except Exception as exc:  # a library's own error on a malformed file must not stop the update
+        return _failed(digest, extractor, f"corrupt ({type(exc).__name__}: {exc})", extracted_at)
+    return cache.StoredExtraction(
+        hash=digest,
+        extractor=extractor,
+        title=got.title,
+        body=got.text,
+        pages=got.pages,
+        notices=got.notices,
+        failure=None,
+        extracted_at=extracted_at,
+    )
+
+
+def _failed(digest: str, extractor: str, reason: str, extracted_at: str) -> cache.StoredExtraction:
+    return cache.StoredExtraction(digest, extractor, "", None, (), (), reason, extracted_at)

@@ -1,0 +1,224 @@
+"""HTML -> Markdown-like text with the standard library's streaming parser (no tree is built, so
+memory stays proportional to the text and a deeply nested page cannot exhaust the stack).
+
+What is kept: headings (``#`` lines), paragraphs, list items (``- ``), preformatted blocks
+(fenced), table rows (``| a | b |``). What is left out: scripts, styles, navigation, forms,
+asides, footers, and Sphinx's heading permalinks. When the page marks its main content
+(``<main>`` or ``role="main"``), only that is kept: the rest is the site around the page.
+Title: the first ``<h1>``, else ``<title>`` (which often carries the site's name as well).
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+from . import Extracted
+
+_SKIPPED = frozenset(
+    {"script", "style", "noscript", "template", "svg", "math", "nav", "aside", "footer", "form",
+     "button", "select", "iframe", "canvas", "object", "head"}
+)  # fmt: skip
+_SKIPPED_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary"})
+_SKIPPED_CLASSES = frozenset({"headerlink", "sphinxsidebar", "related"})
+_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+     "track", "wbr"}
+)  # fmt: skip
+_BLOCKS = frozenset(
+    {"p", "div", "section", "article", "main", "header", "body", "blockquote", "ul", "ol", "dl", "dt",
+     "dd", "figure", "figcaption", "table", "thead", "tbody", "hr", "address", "details", "summary",
+     "caption"}
+)  # fmt: skip
+_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+_SPACE = re.compile(r"\s+")
+_BREAK = "\ue000"  # a <br> while inline text is gathered (source newlines are only spaces)
+_MAIN = re.compile(rb"<main[\s>]|role\s*=\s*[\"']?main\b", re.I)
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-]+)""", re.I)
+
+
+def decode(raw: bytes) -> str:
+    """Bytes -> text: a BOM, else the page's <meta charset>, else UTF-8 (bad bytes replaced)."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        return raw[3:].decode("utf-8", "replace")
+    found = _META_CHARSET.search(raw[:4096])
+    if found:
+        try:
+            return raw.decode(found.group(1).decode("ascii"), "replace")
+        except LookupError:
+            pass
+    return raw.decode("utf-8", "replace")
+
+
+def extract(raw: bytes) -> Extracted:
+    return to_markdown(decode(raw), main_only=_MAIN.search(raw) is not None)
+
+
+def to_markdown(page: str, main_only: bool = False) -> Extracted:
+    writer = _Writer(main_only)
+    writer.feed(page)
+    writer.close()
+    return Extracted(text=writer.text(), title=writer.first_h1 or writer.title)
+
+
+class _Writer(HTMLParser):
+    def __init__(self, main_only: bool) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: list[tuple[str, str]] = []  # (kind, text); items and rows join without a gap
+        self.inline: list[str] = []
+        self.title = ""
+        self.first_h1 = ""
+        self._in_title = False
+        self._skip: tuple[str, int] | None = None  # (tag, nesting) of the region being left out
+        self._main: tuple[str, int] | None = None  # (tag, nesting) of the main content, when inside
+        self._main_only = main_only
+        self._heading = 0
+        self._pre: list[str] | None = None
+        self._lists = 0
+        self._item = False
+        self._cells: list[str] | None = None
+
+    # -- parser events -----------------------------------------------------------------------
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        if self._skip is not None:
+            if tag == self._skip[0] and tag not in _VOID:
+                self._skip = (tag, self._skip[1] + 1)
+            return
+        attributes = dict(attrs)
+        classes = set((attributes.get("class") or "").split())
+        footnote = tag == "aside" and any(c.startswith("footnote") for c in classes)  # Sphinx: text
+        skipped = (tag in _SKIPPED and not footnote) or attributes.get("role") in _SKIPPED_ROLES
+        if skipped or classes & _SKIPPED_CLASSES:
+            if tag not in _VOID:
+                self._skip = (tag, 1)
+            return
+        if self._main is not None:
+            if tag == self._main[0]:
+                self._main = (tag, self._main[1] + 1)
+        elif self._main_only and (tag == "main" or attributes.get("role") == "main"):
+            self._main = (tag, 1)
+        if not self._keeping():
+            return
+        self._start(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._skip is None and self._keeping() and tag == "br":
+            self.inline.append(_BREAK)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        if self._skip is not None:
+            if tag == self._skip[0]:
+                depth = self._skip[1] - 1
+                self._skip = (tag, depth) if depth else None
+            return
+        if self._keeping():
+            self._end(tag)
+        if self._main is not None and tag == self._main[0]:
+            depth = self._main[1] - 1
+            self._main = (tag, depth) if depth else None
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title = (self.title + " " + _SPACE.sub(" ", data)).strip()
+            return
+        if self._skip is not None or not self._keeping():
+            return
+        if self._pre is not None:
+            self._pre.append(data)
+        else:
+            self.inline.append(data)
+
+    # -- structure ---------------------------------------------------------------------------
+
+    def _keeping(self) -> bool:
+        return not self._main_only or self._main is not None
+
+    def _start(self, tag: str) -> None:
+        if tag in _HEADINGS:
+            self._flush()
+            self._heading = _HEADINGS[tag]
+        elif tag == "pre":
+            self._flush()
+            self._pre = []
+        elif tag in ("ul", "ol"):
+            self._flush()
+            self._lists += 1
+        elif tag == "li":
+            self._flush()
+            self._item = True
+        elif tag == "tr":
+            self._flush()
+            self._cells = []
+        elif tag in ("td", "th"):
+            self._cell()
+        elif tag == "br":
+            self.inline.append(_BREAK)
+        elif tag in _BLOCKS:
+            self._flush()
+
+    def _end(self, tag: str) -> None:
+        if tag in _HEADINGS and self._heading:
+            text = _SPACE.sub(" ", "".join(self.inline)).strip().rstrip("¶#").strip()
+            self.inline = []
+            if text:
+                self.blocks.append(("heading", "#" * self._heading + " " + text))
+                if self._heading == 1 and not self.first_h1:
+                    self.first_h1 = text
+            self._heading = 0
+        elif tag == "pre" and self._pre is not None:
+            code = "".join(self._pre).strip("\n")
+            self._pre = None
+            if code.strip():
+                self.blocks.append(("code", "```\n" + code + "\n```"))
+        elif tag in ("ul", "ol"):
+            self._flush()
+            self._lists = max(0, self._lists - 1)
+        elif tag == "li":
+            self._flush()
+        elif tag == "tr" and self._cells is not None:
+            self._cell()
+            cells, self._cells = self._cells, None
+            if any(cells):
+                self.blocks.append(("row", "| " + " | ".join(cells) + " |"))
+        elif tag in _BLOCKS:
+            self._flush()
+
+    def _cell(self) -> None:
+        if self._cells is None:
+            return
+        text = _SPACE.sub(" ", "".join(self.inline)).strip()
+        self.inline = []
+        if text or self._cells:
+            self._cells.append(text.replace("|", "\\|"))
+
+    def _flush(self) -> None:
+        if self._cells is not None:
+            return  # a block inside a table cell stays in the cell
+        raw = "".join(self.inline)
+        self.inline = []
+        lines = [_SPACE.sub(" ", line).strip() for line in raw.split(_BREAK)]
+        text = "\n".join(line for line in lines if line)
+        if not text:
+            return
+        kind = "paragraph"
+        if self._item:
+            text = "  " * max(0, self._lists - 1) + "- " + text
+            self._item = False
+            kind = "item"
+        self.blocks.append((kind, text))
+
+    def text(self) -> str:
+        self._flush()
+        out: list[str] = []
+        previous = ""
+        for kind, text in self.blocks:
+            if out:
+                out.append("\n" if kind == previous and kind in ("item", "row") else "\n\n")
+            out.append(text)
+            previous = kind
+        return "".join(out) + ("\n" if out else "")

@@ -1,0 +1,110 @@
+"""SQL for front-matter fields (document_fields, keyed by document id): writing a document's
+fields, the document filter of ``--where``, and the fields of the documents a search returns.
+
+A filter is built apart from running it (``DocumentFilter``): keyword search puts its SQL into the
+FTS5 query, so the filter applies before the limit; vector search asks for its document ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# (position, seq, name, many, kind, value, folded, number, day): one value of one field.
+FieldRow = tuple[int, int, str, int, str, str, str, float | None, str | None]
+
+COMPARISONS = {">=": ">=", "<=": "<=", ">": ">", "<": "<"}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One ``--where``: ``name op operand``. ``day`` or ``number`` is set for a comparison (the
+    operand as a date or a number); ``=`` and ``!=`` match the case-folded text, or the day or
+    number when the operand is one."""
+
+    name: str
+    op: str  # = != >= <= > <
+    folded: str
+    number: float | None = None
+    day: str | None = None
+
+
+@dataclass(frozen=True)
+class DocumentFilter:
+    """A subquery giving the ids of the documents that pass every condition."""
+
+    sql: str
+    params: tuple[Any, ...]
+
+
+def put_fields(conn: Any, collection: str, texts: Mapping[str, Sequence[FieldRow]]) -> None:
+    """The fields of the documents of ``collection`` holding these texts (by content hash),
+    replacing any stored for them before (a newer indexer may read more). A few statements for
+    all of them: one per document cost a third of the time."""
+    hashes = list(texts)
+    found: list[tuple[int, str]] = []
+    for start in range(0, len(hashes), 500):
+        batch = hashes[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        found += conn.execute(
+            f"SELECT id, hash FROM documents WHERE collection = ? AND hash IN ({marks})", (collection, *batch)
+        ).fetchall()
+    conn.executemany("DELETE FROM document_fields WHERE doc_id = ?", [(doc_id,) for doc_id, _ in found])
+    conn.executemany(
+        "INSERT INTO document_fields (doc_id, position, seq, name, many, kind, value, folded, number, day)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(doc_id, *row) for doc_id, content_hash in found for row in texts[content_hash]],
+    )
+
+
+def delete_fields(conn: Any, doc_id: int) -> None:
+    conn.execute("DELETE FROM document_fields WHERE doc_id = ?", (doc_id,))
+
+
+def _equal(condition: Condition) -> tuple[str, list[Any]]:
+    tests, params = ["folded = ?"], [condition.folded]
+    if condition.number is not None:
+        tests.append("number = ?")
+        params.append(condition.number)
+    if condition.day is not None:
+        tests.append("day = ?")
+        params.append(condition.day)
+    return "(" + " OR ".join(tests) + ")", params
+
+
+def document_filter(conditions: Sequence[Condition]) -> DocumentFilter:
+    """Documents whose text has every condition: a list field passes when any element does;
+    ``!=`` passes when no element equals the operand (a document without the field passes)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for condition in conditions:
+        if condition.op in ("=", "!="):
+            test, values = _equal(condition)
+        elif condition.day is not None:
+            test, values = f"day {COMPARISONS[condition.op]} ?", [condition.day]
+        else:
+            test, values = f"number {COMPARISONS[condition.op]} ?", [condition.number]
+        member = "NOT IN" if condition.op == "!=" else "IN"
+        clauses.append(f"id {member} (SELECT doc_id FROM document_fields WHERE name = ? AND {test})")
+        params += [condition.name, *values]
+    where = " AND ".join(clauses) or "1"
+    return DocumentFilter(f"SELECT id FROM documents WHERE {where}", tuple(params))
+
+
+def matching_ids(conn: Any, where: DocumentFilter) -> frozenset[int]:
+    return frozenset(row[0] for row in conn.execute(where.sql, where.params))
+
+
+def fields_of(conn: Any, documents: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[Any]]:
+    """Each (collection, path)'s field rows, in the order written: (name, many, kind, value)."""
+    found: dict[tuple[str, str], list[Any]] = {}
+    for collection, path in dict.fromkeys(documents):
+        rows = conn.execute(
+            "SELECT f.name, f.many, f.kind, f.value FROM documents AS d"
+            " JOIN document_fields AS f ON f.doc_id = d.id"
+            " WHERE d.collection = ? AND d.path = ? ORDER BY f.position, f.seq",
+            (collection, path),
+        )
+        found[(collection, path)] = [tuple(row) for row in rows]
+    return found

@@ -1,0 +1,175 @@
+"""Text, headings, titles and pages out of real PDF, HTML, DOCX and EPUB files (fixtures/formats/,
+made by pandoc, headless Chromium and qpdf: see fixtures/formats/make.sh), and each bad file's
+reason."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tansaku.chunking import ChunkParams, chunk_text, headings
+from tansaku.sources import formats
+from tansaku.sources.formats import ExtractionFailed, extract
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "formats"
+TITLE = "Field Guide to Tide Pools"
+SECTIONS = ["Anemones", "Feeding", "Crabs", "Moulting", "Safety"]
+
+
+def read(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+@pytest.mark.parametrize("name", ["guide.docx", "guide.epub"])
+def test_word_and_epub_keep_text_headings_and_title(name: str) -> None:
+    got = extract(formats.format_of(name) or "", read(name), 1_000_000)
+    assert got.title == TITLE
+    found = [h.title for h in headings(got.text, name)]
+    assert found == [TITLE, *SECTIONS]
+    levels = {h.title: h.level for h in headings(got.text, name)}
+    assert levels["Feeding"] == levels["Moulting"] == 2 and levels["Crabs"] == 1
+    assert "- small crabs and shrimp" in got.text
+    assert "| velvet swimming crab | 8 cm |" in got.text
+    assert got.pages == () and got.notices == ()
+
+
+def test_html_keeps_the_main_content_only() -> None:
+    got = extract("html", read("page.html"), 1_000_000)
+    assert got.title == "Rock pooling etiquette"  # the first <h1>, without the site name of <title>
+    assert [h.title for h in headings(got.text, "page.html")] == [
+        "Rock pooling etiquette",
+        "What to bring",
+        "Checking the tides",
+    ]
+    for left_out in ("trackingPixel", "hidden-style-words", "Events calendar", "Sidebar", "Footer", "¶"):
+        assert left_out not in got.text
+    assert "- a hand lens\n  - 10x magnification is plenty" in got.text
+    assert "Low spring tides expose the richest pools.\nArrive an hour" in got.text
+    assert "```\ntide_table --port harbour --days 3\n# prints times in local time\n```" in got.text
+    assert "| North ledge | May |" in got.text
+    assert "Fish & chips afterwards are traditional — not compulsory." in got.text
+
+
+def test_html_heading_paths_reach_the_chunks() -> None:
+    text = extract("html", read("page.html"), 1_000_000).text
+    chunks = chunk_text(
+        text, "page.html", ChunkParams(max_tokens=40, overlap_tokens=0, window_tokens=40)
+    ).chunks
+    by_text = {c.heading_path for c in chunks if "North ledge" in c.text}
+    assert by_text == {("Rock pooling etiquette", "Checking the tides")}
+
+
+def test_pdf_text_pages_headings_and_title() -> None:
+    pytest.importorskip("pypdfium2")
+    got = extract("pdf", read("guide.pdf"), 1_000_000)
+    assert got.title == TITLE  # the document's Title property (Chromium takes it from <title>)
+    lines = got.text.split("\n")
+    assert len(got.pages) == 3
+    # Each top-level section was printed on a page of its own (source/print.css).
+    assert [lines[start - 1] for start in got.pages] == [f"# {TITLE}", "# Crabs", "# Safety"]
+    # The headings are the PDF's outline (bookmarks), found on the pages they point to.
+    found = [(h.level, h.title) for h in headings(got.text, "guide.pdf")]
+    assert found == [
+        (1, TITLE),
+        (1, "Anemones"),
+        (2, "Feeding"),
+        (1, "Crabs"),
+        (2, "Moulting"),
+        (1, "Safety"),
+    ]
+    assert "velvet swimming crab 8 cm" in got.text
+    assert got.notices == ()
+
+
+def test_pdf_with_only_an_owner_password_is_read() -> None:
+    pytest.importorskip("pypdfium2")
+    got = extract("pdf", read("owner-password.pdf"), 1_000_000)
+    assert got.title == TITLE and len(got.pages) == 3 and "velvet swimming crab" in got.text
+
+
+def test_pdf_past_the_page_limit_is_cut_and_says_so() -> None:
+    pytest.importorskip("pypdfium2")
+    from tansaku.sources.formats import pdf
+
+    got = pdf.extract(read("guide.pdf"), max_pages=2)
+    assert len(got.pages) == 2
+    assert "Safety" not in got.text and "# Crabs" in got.text
+    assert got.notices == ("indexed the first 2 of 3 pages (the page limit per PDF)",)
+
+
+def test_text_past_the_size_limit_is_cut_at_a_line() -> None:
+    got = extract("docx", read("guide.docx"), 200)
+    assert len(got.text) <= 200 and got.text.endswith("\n")
+    assert got.notices and got.notices[0].startswith("text cut at")
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "words"),
+    [
+        ("bad/encrypted.pdf", "encrypted", "needs a password"),
+        ("bad/image-only.pdf", "no-text-layer", "OCR is not done"),
+        ("bad/truncated.pdf", "corrupt", "PDFium cannot open it"),
+        ("bad/truncated.docx", "corrupt", "not a readable DOCX archive"),
+        ("bad/bomb.docx", "zip-bomb", "inflates past 64 MiB"),
+    ],
+)
+def test_bad_files_give_their_own_reason(name: str, code: str, words: str) -> None:
+    if name.endswith(".pdf"):
+        pytest.importorskip("pypdfium2")
+    with pytest.raises(ExtractionFailed) as caught:
+        extract(formats.format_of(name) or "", read(name), 1_000_000)
+    assert caught.value.code == code
+    assert words in caught.value.reason and caught.value.reason.startswith(code + " (")
+
+
+def test_zip_bomb_reading_stops_at_the_budget() -> None:
+    """The bomb inflates to 64 MiB; with a 1 MiB budget reading stops after about 1 MiB."""
+    from tansaku.sources.formats.archive import Archive
+
+    archive = Archive(read("bad/bomb.docx"), "DOCX", budget=1024 * 1024)
+    with pytest.raises(ExtractionFailed, match="zip-bomb"):
+        archive.read("word/document.xml")
+    assert -64 * 1024 <= archive.left < 0
+
+
+def test_epub_with_an_unreadable_container_is_corrupt() -> None:
+    with pytest.raises(ExtractionFailed) as caught:
+        extract("epub", read("guide.docx"), 1_000_000)  # a zip, but no EPUB inside
+    assert caught.value.code == "corrupt" and "META-INF/container.xml" in caught.value.reason
+
+
+def test_missing_extra_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pypdfium2", None)  # as if the docs extra were not installed
+    with pytest.raises(ExtractionFailed) as caught:
+        extract("pdf", read("guide.pdf"), 1_000_000)
+    assert caught.value.code == "extra-missing" and not caught.value.cacheable
+    assert "pip install 'tansaku[docs]'" in caught.value.reason
+
+
+@pytest.mark.parametrize(
+    ("path", "fmt"),
+    [("a/b.PDF", "pdf"), ("x.htm", "html"), ("x.xhtml", "html"), ("r.docx", "docx"), ("b.epub", "epub"),
+     ("n.md", None), ("doc", None)],
+)  # fmt: skip
+def test_format_of(path: str, fmt: str | None) -> None:
+    assert formats.format_of(path) == fmt
+
+
+def test_html_in_a_declared_charset_is_decoded() -> None:
+    head = '<html><head><meta charset="iso-8859-1"><title>Caf\xe9</title></head>'
+    page = head + "<body><p>cr\xe8me br\xfbl\xe9e</p>"
+    got = extract("html", page.encode("latin-1"), 1_000_000)
+    assert got.title == "Café" and got.text == "crème brûlée\n"
+
+
+def test_deeply_nested_html_costs_no_recursion() -> None:
+    page = "<div>" * 100_000 + "<h2>Deep</h2><p>still read</p>" + "</div>" * 100_000
+    got = extract("html", page.encode(), 1_000_000)
+    assert got.text == "## Deep\n\nstill read\n"
+
+
+def test_an_unclosed_script_or_nav_leaves_the_rest_out_not_the_update() -> None:
+    got = extract("html", b"<h1>Top</h1><p>kept</p><nav><p>menu", 1_000_000)
+    assert got.text == "# Top\n\nkept\n" and got.title == "Top"
