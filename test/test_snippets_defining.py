@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tansaku.search.query import parse_query, required_terms
+from tansaku.search.query import parse_query, required_terms, resolve_options
 from tansaku.search.snippets import best_snippet
 
 # As evals/fetch_corpora.py converts man pages (groff -man -Tutf8, col -bx): GNU man(7) layout.
@@ -101,8 +101,9 @@ PAGES = {"tar.1.txt": TAR, "ssh-keygen.1.txt": SSH_KEYGEN, "tar.1.md": TAR_MARKD
 
 
 def snippet_for(query: str, page: str) -> list[str]:
-    # The terms keyword search gives snippets (search/keyword.py: the required highlight terms).
-    terms = required_terms(parse_query(query)).highlight_terms
+    # The terms keyword search gives snippets (search/keyword.py: the required highlight terms),
+    # with the options resolved as an index that knows them does (``-a`` is an option, not "not a").
+    terms = required_terms(resolve_options(parse_query(query), lambda name: True)).highlight_terms
     found = best_snippet(PAGES[page], terms)
     return [f"{found.start_line + i}: {line}" for i, line in enumerate(found.lines)]
 
@@ -119,6 +120,8 @@ def snippet_for(query: str, page: str) -> list[str]:
             "ssh-keygen.1.txt",
             "     -l      Show fingerprint of specified public key file.  ssh-keygen will",
         ),
+        # The option's entry, not the NAME line: the command's name is one term, not ssh and keygen.
+        ("ssh-keygen -a", "ssh-keygen.1.txt", "     -a rounds"),
         ("tar -x", "tar.1.md", "**-x**, **\\--extract**, **\\--get**"),
         ("tar", "tar.1.md", "tar - an archiving utility"),
     ],
@@ -183,3 +186,11 @@ def test_defined_names(line: str, names: list[str]):
     from tansaku.search.defining import defined_names
 
     assert defined_names(line) == names
+
+
+def test_an_option_is_never_an_optional_stopword():
+    # `-a` and `--all` are what the user asks about, not the words "a" and "all".
+    for query, option in (("ls -a", "a"), ("ls --all", "all"), ("grep -i", "i")):
+        parsed = required_terms(resolve_options(parse_query(query), lambda name: True))
+        assert [t.text for t in parsed.positive if t.option] == [option], query
+        assert f"-{option}" in parsed.highlight_terms

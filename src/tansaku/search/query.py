@@ -98,12 +98,22 @@ class ParsedQuery:
 
     @property
     def highlight_terms(self) -> tuple[str, ...]:
-        """The positive terms as ``snippets.term_matcher`` expects them (prefixes end in ``*``)."""
-        return tuple(
-            atom.text + "*" if atom.kind == "prefix" else atom.text
-            for term in self.positive
-            for atom in term.atoms
-        )
+        """The positive terms as ``snippets.term_matcher`` expects them (prefixes end in ``*``).
+        A hyphenated name is one term, a phrase of its parts (``ssh keygen``): as two it counted
+        twice, and the line that names the command (its NAME line) outscored the entry of the
+        option asked with it (``ssh-keygen -a``). An option keeps a dash (``-a``), so it is not the
+        word "a" of every sentence. A dotted name gives its parts, so a line that holds only its
+        last part (``environ`` for ``os.environ``) still shows."""
+        terms: list[str] = []
+        for term in self.positive:
+            if term.option and term.kind == "word":
+                terms.append("-" + (term.cased or term.text))  # matched with its dashes (snippets)
+                continue
+            if term.kind == "ident" and term.hyphenated and not term.prefix:
+                terms.append(term.text)
+                continue
+            terms += [atom.text + "*" if atom.kind == "prefix" else atom.text for atom in term.atoms]
+        return tuple(terms)
 
 
 # English function words that carry little meaning on their own. In a query with other words they
@@ -122,7 +132,8 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 def required_terms(parsed: ParsedQuery) -> ParsedQuery:
     """The query without its optional stopwords, unless nothing else would be left."""
-    kept = [t for t in parsed.terms if t.negated or t.kind != "word" or t.text not in STOPWORDS]
+    # An option is never a stopword: `-a` in `ls -a`, `-i` in `grep -i`, `--all`.
+    kept = [t for t in parsed.terms if t.negated or t.kind != "word" or t.option or t.text not in STOPWORDS]
     if not any(not t.negated for t in kept):
         return parsed
     return ParsedQuery(tuple(kept), parsed.dropped)

@@ -101,10 +101,18 @@ class _Term:
     pieces: tuple[str, ...]  # CJK terms: lower-cased pieces that must all occur as substrings
     prefix: bool
     probe: str  # a substring every matching line contains, to skip most lines cheaply
+    # A command-line option (``-a``, ``--all``): matched as written with one or two dashes, a
+    # single letter in its case (``-A`` is another option), never as the word ``a``.
+    option: re.Pattern[str] | None = None
 
 
 def _prepare(term: str) -> _Term | None:
     term = term.strip()
+    if term.startswith("-") and _WORD.fullmatch(term.lstrip("-")):
+        name = term.lstrip("-")
+        flags = 0 if len(name) == 1 else re.IGNORECASE
+        pattern = re.compile(rf"(?<![\w-])--?{re.escape(name)}(?![\w-])", flags)
+        return _Term((_stem(_fold(name)),), (), False, "-" + name.lower(), pattern)
     prefix = term.endswith("*")
     term = term.rstrip("*")
     if has_cjk(term):
@@ -154,7 +162,9 @@ class _Matcher:
         size = max(len(lines), 1)
         weights: dict[_Term, int] = {}
         for term in self.terms:
-            if term.pieces:
+            if term.option is not None:
+                count = len(term.option.findall("\n".join(lines)))
+            elif term.pieces:
                 count = text.count(term.pieces[0])
             else:
                 # The literal first, so that the regex engine scans for it in C; then whether a
@@ -216,7 +226,10 @@ class _Matcher:
             if term.probe not in (lowered if term.pieces else folded):
                 continue
             position: int | None = None
-            if term.pieces:
+            if term.option is not None:
+                found_option = term.option.search(line)
+                position = found_option.start() if found_option else None
+            elif term.pieces:
                 if all(piece in lowered for piece in term.pieces):
                     position = lowered.find(term.pieces[0])
             else:
