@@ -402,7 +402,7 @@ def _prefetch(conn: Any, parsed: Expression) -> None:
 def _evaluate(conn: Any, expression: str) -> Evaluation:
     parsed = parse(expression)
     _prefetch(conn, parsed)
-    return Evaluation(parsed, lambda token, prefix: _positions(conn, token, prefix))
+    return Evaluation(parsed, lambda token, prefix: _positions(conn, token, prefix), conn.positions_cache)
 
 
 def _totals(conn: Any) -> tuple[int, int]:
@@ -503,7 +503,11 @@ def phrase_frequency(conn: Any, expression: str) -> int:
     if word is not None:
         row = conn.execute("SELECT df FROM term_stats WHERE term = %s", (word.tokens[0],)).fetchone()
         return int(row[0]) if row else 0
-    return len(Evaluation(parsed, lambda token, prefix: _positions(conn, token, prefix)).matches)
+    return len(
+        Evaluation(
+            parsed, lambda token, prefix: _positions(conn, token, prefix), conn.positions_cache
+        ).matches
+    )
 
 
 def defined_names(conn: Any, ids: Sequence[int], column: str) -> dict[int, list[str]]:

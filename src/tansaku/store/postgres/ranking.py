@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from .expression import And, Expression, Node, Not, Or, Phrase
 
@@ -64,12 +65,30 @@ def occurrences(phrase: Phrase, positions: PositionSource) -> dict[int, dict[int
     return found
 
 
+def _remembered(
+    phrase: Phrase, positions: PositionSource, memo: dict[Any, dict[int, dict[int, int]]] | None
+) -> dict[int, dict[int, int]]:
+    if memo is None:
+        return occurrences(phrase, positions)
+    key = ("occurrences", phrase.tokens, phrase.prefix, phrase.columns)
+    if key not in memo:
+        memo[key] = occurrences(phrase, positions)
+    return memo[key]
+
+
 class Evaluation:
     """One expression evaluated over the index: its matches, and each phrase's occurrences."""
 
-    def __init__(self, expression: Expression, positions: PositionSource) -> None:
+    def __init__(
+        self,
+        expression: Expression,
+        positions: PositionSource,
+        memo: dict[Any, dict[int, dict[int, int]]] | None = None,
+    ) -> None:
+        """``memo`` keeps phrases' occurrences between evaluations over one state of the index (a
+        search evaluates a dozen expressions sharing their phrases)."""
         self.expression = expression
-        self.found = [occurrences(phrase, positions) for phrase in expression.phrases]
+        self.found = [_remembered(phrase, positions, memo) for phrase in expression.phrases]
         self._matches: dict[int, set[int]] = {}
         self.matches = self._match(expression.root)
 
