@@ -143,14 +143,19 @@ class _KeywordRows:
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
-        self.rows: list[tuple[str, int, int, list[int]]] = []
+        self.rows: list[tuple[str, int, int, str]] = []
         self.docs: set[int] = set()
         self.df: Counter[str] = Counter()
         self.documents = 0
         self.tokens = 0
 
     def add(self, doc_id: int, places: dict[tuple[str, int], list[int]], tokens: int) -> None:
-        self.rows.extend((term, doc_id, column, at) for (term, column), at in places.items())
+        # The positions as an array literal: COPY's text format parses it, and psycopg's dumping
+        # of a list of ints cost more than the rest of the row (1.7 s of 7 s for 120 man pages).
+        self.rows.extend(
+            (term, doc_id, column, "{" + ",".join(map(str, at)) + "}")
+            for (term, column), at in places.items()
+        )
         self.docs.add(doc_id)
         self.df.update({term for term, _ in places})
         self.documents += 1
