@@ -75,8 +75,11 @@ class PgConnection:
         with self.raw.cursor() as cursor:
             cursor.executemany(sql, rows)
 
-    def copy(self, sql: str) -> Any:
-        return self.raw.cursor().copy(sql)
+    @contextlib.contextmanager
+    def copy(self, sql: str) -> Iterator[Any]:
+        """``COPY ... FROM STDIN``: write rows with ``write_row``; sent when the block ends."""
+        with self.raw.cursor() as cursor, cursor.copy(sql) as copy:
+            yield copy
 
     @property
     def in_transaction(self) -> bool:
