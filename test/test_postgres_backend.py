@@ -181,7 +181,7 @@ def test_the_config_can_name_the_database(cli, postgres_url: str, config_path: P
 
 def test_a_command_not_ported_yet_says_so(cli, postgres_url: str, sample: Path) -> None:
     assert cli("--index", postgres_url, "collection", "add", sample, "--name", "sample").exit_code == 0
-    for command in (("vsearch", "backup"), ("embed",), ("doctor",), ("mcp",), ("mcp", "status"), ("ui",)):
+    for command in (("vsearch", "backup"), ("embed",), ("mcp",), ("mcp", "status"), ("ui",)):
         result = cli("--index", postgres_url, *command, "--json")
         assert result.exit_code == 3, (command, result.stdout, result.stderr)
         assert result.error()["code"] == "BACKEND_UNSUPPORTED", command
@@ -286,3 +286,29 @@ def test_fields_and_extracted_formats_are_kept_as_on_sqlite(cli, postgres_url: s
     assert any(hit.get("fields") for hit in cli("search", "garden", "--json", "--fields").json()["results"])
     filtered = cli("--index", postgres_url, "search", "garden", "--where", "tags=herbs", "--json")
     assert filtered.exit_code == 3 and filtered.error()["code"] == "BACKEND_UNSUPPORTED"
+
+
+def _doctor(cli, url: str, *options: str) -> tuple[int, dict[str, tuple[str, str]]]:
+    result = cli("--index", url, "doctor", "--json", *options)
+    checks = {c["check"]: (c["status"], c["detail"]) for c in result.json()}
+    return result.exit_code, checks
+
+
+def test_doctor_checks_the_server_and_the_statistics_ranking_rests_on(cli, postgres_url: str, sample: Path):
+    import psycopg
+
+    assert cli("--index", postgres_url, "collection", "add", sample, "--name", "sample").exit_code == 0
+    code, checks = _doctor(cli, postgres_url, "--deep")
+    assert code == 0, checks
+    assert checks["index.server"][0] == "ok" and "PostgreSQL" in checks["index.server"][1]
+    assert checks["index.pgvector"][0] == "ok"
+    assert checks["index"][0] == checks["index.keyword_totals"][0] == checks["index.term_stats"][0] == "ok"
+    assert "config.keys" not in checks  # [index] is a known table
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE term_stats SET df = df + 1 WHERE term = 'backup'")
+        conn.execute("UPDATE keyword_totals SET tokens = tokens + 7")
+    code, checks = _doctor(cli, postgres_url, "--deep")
+    assert code == 4
+    assert checks["index.term_stats"][0] == "fail" and "(backup)" in checks["index.term_stats"][1]
+    assert checks["index.keyword_totals"][0] == "fail"
+    assert "index.term_stats" not in _doctor(cli, postgres_url)[1]  # a full pass only with --deep

@@ -757,9 +757,14 @@ class Tansaku:
 
     def doctor(self, *, deep: bool = False) -> list[Any]:
         """Health checks (``DoctorCheck``: ok / warn / fail with a fix); read-only."""
+        backend = self.backend
+        if not isinstance(backend, SqliteBackend):
+            from .inspect import doctor_postgres
+
+            return doctor_postgres.run_doctor(self.config_path, backend, deep=deep)
         from .inspect.doctor import run_doctor
 
-        return run_doctor(self.config_path, self.index_path, deep=deep)
+        return run_doctor(self.config_path, backend.path, deep=deep)
 
     # --- agent transcripts (issue 13): thin wiring over config/, search/ and retrieve/ -----------
 
