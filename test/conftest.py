@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import io
 import json
+import os
 import re
 import shutil
 import sys
@@ -13,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+# The PostgreSQL server fixtures (postgres_server, postgres_url) for the backend's tests.
+from .postgres_fixture import postgres_server, postgres_url  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "fixtures" / "sample"
@@ -43,8 +47,18 @@ class CliResult:
         return json.loads(self.stderr)["error"]
 
 
+# TANSAKU_TEST_BACKEND=postgresql runs the tests with their index in PostgreSQL: each test's
+# config starts with `[index] url = ...` naming a fresh database (see docs/backends.md). Tests about
+# the SQLite file itself, or that replace the config file, still use SQLite.
+BACKEND_ENV = "TANSAKU_TEST_BACKEND"
+
+
 @pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Path:
+    if os.environ.get(BACKEND_ENV) == "postgresql":
+        url = request.getfixturevalue("postgres_url")
+        (tmp_path / "config").mkdir()
+        (tmp_path / "config" / "index.toml").write_text(f'[index]\nurl = "{url}"\n', encoding="utf-8")
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))

@@ -8,7 +8,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,13 +18,15 @@ from .config.contexts import missing_contexts, normalize_context_path
 from .errors import (
     CollectionExists,
     CollectionNotFound,
+    ConfigInvalid,
     ContextNotFound,
     PathNotFound,
     UsageError,
 )
 from .paths import Locations, locations, virtual_path
 from .store import db
-from .store import documents as store
+from .store.backend import Backend, SqliteBackend, open_backend, writing
+from .store.backend import documents as store
 
 # Only the result types a keyword search builds are imported here; the others are imported by the
 # methods that build them, because tansaku.types builds those dataclasses on first import (its
@@ -71,7 +73,9 @@ class Tansaku:
         self.keep_vectors = keep_vectors
         self.disk_paths = disk_paths
         self._vectors: VectorCache | None = None
-        self._readers = db.ReaderPool(self.index_path) if keep_connections else None
+        self.keep_connections = keep_connections
+        self._readers: db.ReaderPool | None = None
+        self._backend: tuple[str | None, Backend] | None = None
         self._creating = threading.Lock()
 
     def _vector_cache(self) -> VectorCache:
@@ -89,8 +93,36 @@ class Tansaku:
         return self.locations.config_file
 
     @property
+    def backend(self) -> Backend:
+        """Where the index is: ``--index postgresql://...``, else the config's ``[index] url``, else
+        the SQLite file."""
+        url = self.locations.index_url or self._configured_url()
+        if self._backend is None or self._backend[0] != url:
+            self._backend = (url, open_backend(url) if url else SqliteBackend(self.locations.index_file))
+        return self._backend[1]
+
+    def _configured_url(self) -> str | None:
+        try:
+            config = self.config()
+        except ConfigInvalid:
+            # A config that does not parse has no [index] url; the commands that read it report the
+            # problem (doctor as a failed check), so choosing the index must not fail first.
+            return None
+        return settings.index_url(config)
+
+    @property
     def index_path(self) -> Path:
-        return self.locations.index_file
+        """The SQLite file; the commands not ported to other backends yet use it (and so refuse
+        a PostgreSQL index with BACKEND_UNSUPPORTED)."""
+        backend = self.backend
+        if not isinstance(backend, SqliteBackend):
+            from .errors import BackendUnsupported
+
+            raise BackendUnsupported(
+                f"this command does not work on a {backend.kind} index yet ({backend.location})",
+                hint="docs/backends.md lists the commands that do; use a SQLite index for this one",
+            )
+        return backend.path
 
     def config(self) -> settings.Config:
         return settings.load(self.config_path)
@@ -105,21 +137,17 @@ class Tansaku:
                 hint="see `tansaku collection list`",
             ) from None
 
-    def _reader(self) -> contextlib.AbstractContextManager[db.Connection]:
-        if self._readers is not None:
+    def _reader(self) -> contextlib.AbstractContextManager[Any]:
+        backend = self.backend
+        if self.keep_connections and isinstance(backend, SqliteBackend):
+            with self._creating:
+                if self._readers is None or self._readers.path != backend.path:
+                    self._readers = db.ReaderPool(backend.path)
             return self._readers.reading()
-        return db.reading(self.index_path)
+        return backend.reading()
 
-    @contextlib.contextmanager
-    def _writer(self, command: str) -> Iterator[db.Connection]:
-        conn = db.open_write(self.index_path)
-        try:
-            with db.write_lock(conn, self.index_path, command):
-                yield conn
-        except db.DatabaseError as exc:
-            raise db.translate(exc, self.index_path) from exc
-        finally:
-            conn.close()
+    def _writer(self, command: str) -> contextlib.AbstractContextManager[Any]:
+        return writing(self.backend, command)
 
     # --- collections --------------------------------------------------------------------------
 
@@ -178,7 +206,7 @@ class Tansaku:
     def collections(self) -> list[CollectionInfo]:
         from .inspect.status import collection_list
 
-        return collection_list(self.config(), self.config_path, self.index_path)
+        return collection_list(self.config(), self.config_path, self.backend)
 
     def collection(self, name: str) -> CollectionInfo:
         self._collection(self.config(), name)
@@ -196,7 +224,7 @@ class Tansaku:
         collections = {k: v for k, v in config.collections.items() if k != old}
         collections[new] = renamed
         contexts = {_rename_context(k, old, new): v for k, v in config.contexts.items()}
-        if self.index_path.exists():
+        if self.backend.exists():
             with self._writer("collection rename") as conn:
                 store.rename_collection(conn, old, new)
         settings.save(self.config_path, replace(config, collections=collections, contexts=contexts))
@@ -207,11 +235,11 @@ class Tansaku:
         config = self.config()
         self._collection(config, name)
         removed = 0
-        if self.index_path.exists():
-            from .store.removal import delete_collection
+        if self.backend.exists():
+            from .store.backend import removal
 
             with self._writer("collection remove") as conn:
-                removed = delete_collection(conn, name)
+                removed = removal.delete_collection(conn, name)
         collections = {k: v for k, v in config.collections.items() if k != name}
         prefix = virtual_path(name)
         contexts = {
@@ -295,7 +323,7 @@ class Tansaku:
 
         started = time.perf_counter()
         report = runner.update_collections(
-            self.index_path,
+            self.backend,
             [config.collections[n] for n in names],
             config.max_file_bytes,
             dry_run=dry_run,
@@ -407,22 +435,23 @@ class Tansaku:
         from .models.embedding import embed_model, embedder_for, prompt_format_of
         from .models.threads import resolve_threads
 
+        index_path = self.index_path  # first: on another backend, say so before asking for a model
         config = self.config()
         chosen = [self._collection(config, n) for n in dict.fromkeys(collections)] or config.collection_list()
         threads = resolve_threads(self.config_path).batch
         ref = embed_model(self.config_path)
         prompt = prompt_format_of(ref, self.config_path)
-        if not self.index_path.exists():
-            db.open_read(self.index_path)  # raises INDEX_MISSING with its hint
+        if not index_path.exists():
+            db.open_read(index_path)  # raises INDEX_MISSING with its hint
         if ref.endpoint is not None:
             from .index.remote_embed import embed_remote
 
             return embed_remote(
-                self.index_path, self.config_path, ref, chosen, prompt,
+                index_path, self.config_path, ref, chosen, prompt,
                 force=force, progress=progress, consent=consent,
             )  # fmt: skip
         return embed_collections(
-            self.index_path,
+            index_path,
             chosen,
             str(ref.local_path),
             prompt,
@@ -709,7 +738,7 @@ class Tansaku:
     def check_contexts(self) -> list[str]:
         """Collections and top-level folders that have no context yet (as virtual paths)."""
         paths: list[tuple[str, str]] = []
-        if self.index_path.exists():
+        if self.backend.exists():
             with self._reader() as conn:
                 paths = store.all_paths(conn)
         return missing_contexts(self.config(), paths)
@@ -719,7 +748,7 @@ class Tansaku:
     def status(self) -> StatusReport:
         from .inspect.status import status_report
 
-        return status_report(self.config(), self.config_path, self.index_path)
+        return status_report(self.config(), self.config_path, self.backend)
 
     def model_files(self) -> Any:
         """Each model role: is its file on this machine, and the command that brings a missing one
@@ -730,9 +759,14 @@ class Tansaku:
 
     def doctor(self, *, deep: bool = False) -> list[Any]:
         """Health checks (``DoctorCheck``: ok / warn / fail with a fix); read-only."""
+        backend = self.backend
+        if not isinstance(backend, SqliteBackend):
+            from .inspect import doctor_postgres
+
+            return doctor_postgres.run_doctor(self.config_path, backend, deep=deep)
         from .inspect.doctor import run_doctor
 
-        return run_doctor(self.config_path, self.index_path, deep=deep)
+        return run_doctor(self.config_path, backend.path, deep=deep)
 
     # --- agent transcripts (issue 13): thin wiring over config/, search/ and retrieve/ -----------
 

@@ -139,6 +139,25 @@ class IndexSchemaMismatch(IndexError_):
     code = "INDEX_SCHEMA_MISMATCH"
 
 
+class IndexUnreachable(IndexError_):
+    """The index's database server cannot be reached or refused the connection (a PostgreSQL
+    index: down, wrong address, wrong credentials, no such database)."""
+
+    code = "INDEX_UNREACHABLE"
+
+
+class BackendUnsupported(IndexError_):
+    """The command does not work on this kind of index yet (docs/backends.md lists what does)."""
+
+    code = "BACKEND_UNSUPPORTED"
+
+
+class BackendMissing(IndexError_):
+    """The index is on a backend whose extra is not installed (``tansaku[postgres]``)."""
+
+    code = "BACKEND_MISSING"
+
+
 class HookFailed(TansakuError):
     code = "HOOK_FAILED"
     exit_code = 4

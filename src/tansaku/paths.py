@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import InvalidName, UsageError
@@ -24,6 +24,8 @@ _INDEX_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 class Locations:
     config_file: Path
     index_file: Path
+    # `--index postgresql://...`: the index is that database (the config stays the default one's).
+    index_url: str | None = None
 
 
 def _xdg(var: str, fallback: str) -> Path:
@@ -35,6 +37,10 @@ def _xdg(var: str, fallback: str) -> Path:
 
 
 def locations(index_name: str | None = None) -> Locations:
+    from .store.backend import is_database_url
+
+    if is_database_url(index_name):
+        return replace(locations(None), index_url=index_name)
     name = index_name or DEFAULT_INDEX
     if not _INDEX_NAME.match(name):
         raise InvalidName(f"invalid index name {name!r}: use letters, digits, '_' or '-'")

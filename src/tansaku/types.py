@@ -354,6 +354,19 @@ class StatusReport:
     model_threads: str | None = None  # the llama.cpp thread setting and where it comes from
     # Every setting with its source (flag, env, config, default): tansaku.precedence.SettingSource
     settings: tuple[Any, ...] = ()
+    # A database server's index (PostgreSQL): its version, pgvector's, the round trip to it.
+    # Absent from JSON for a SQLite file.
+    server: ServerInfo | None = field(default=None, metadata={"omit_if_none": True})
+
+
+@_deferred(frozen=True)
+class ServerInfo:
+    """The database server behind an index (`status` for a postgresql:// index)."""
+
+    product: str  # "PostgreSQL 18.3"
+    pgvector: str | None  # the version installed in the database, else None
+    pgvector_available: str | None  # the version the server could install, else None
+    round_trip_ms: float  # the median of a few `SELECT 1`
 
 
 @_deferred(frozen=True)

@@ -157,7 +157,8 @@ def add_index_option(parser: argparse.ArgumentParser, *, top_level: bool = False
         "--index",
         metavar="NAME",
         default=None if top_level else argparse.SUPPRESS,
-        help="use a named index (its own config NAME.toml and index NAME.sqlite); default: index",
+        help="use a named index (its own config NAME.toml and index NAME.sqlite), or a postgresql:// URL "
+        "(the index in that database, the default config); default: index",
     )
 
 

@@ -115,10 +115,25 @@ def _require_server_stack() -> None:
         )
 
 
+def _no_server_index(index: str | None) -> None:
+    """Serving keeps files named after the index (its daemon's pid, its claim): a database URL is
+    not served yet (docs/backends.md)."""
+    from ..store.backend import is_database_url
+
+    if is_database_url(index):
+        from ..errors import BackendUnsupported
+
+        raise BackendUnsupported(
+            "serving (mcp, ui) does not work on a PostgreSQL index yet",
+            hint="docs/backends.md lists the commands that do",
+        )
+
+
 def _mcp(args: argparse.Namespace, out: Output) -> int:
     from ..errors import UsageError
 
     index = getattr(args, "index", None)
+    _no_server_index(index)
     if args.action:
         from ..serve import daemon
 
@@ -208,6 +223,7 @@ def _ui(args: argparse.Namespace, out: Output) -> int:
     from ..serve.http import Settings, check_settings
 
     index = getattr(args, "index", None)
+    _no_server_index(index)
     stop = "tansaku mcp stop" + (f" --index {index}" if index else "")
     running, found = daemon.running(index), None
     if running is not None:

@@ -44,6 +44,25 @@ class Config:
         return replace(self, collections=collections)
 
 
+def index_url(config: Config) -> str | None:
+    """``[index] url``: the database that holds this config's index (``postgresql://...``), or None
+    for the SQLite file. Anything else there is refused rather than silently ignored."""
+    from ..store.backend import is_database_url
+
+    table = config.other.get("index")
+    if table is None:
+        return None
+    url = table.get("url") if isinstance(table, dict) else None
+    if url is None and isinstance(table, dict):
+        return None
+    if not isinstance(url, str) or not is_database_url(url):
+        raise ConfigInvalid(
+            f"[index] url must be a postgresql:// URL, not {url!r}",
+            hint="remove [index] url to keep the index in its SQLite file",
+        )
+    return url
+
+
 def _context_order(item: tuple[str, str]) -> tuple[int, str]:
     path = item[0]
     return (0 if path == "/" else 1, path)

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
-from ..store import fields as store
+from ..store.backend import fields as store
 from ..types import Collection, Notice, SearchResult
 from .frontmatter import FrontMatter
 from .where import parse_where

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..chunking import ChunkParams, chunk_text
-from ..store import chunks as chunk_store
-from ..store import documents as store
+from ..store.backend import chunks as chunk_store
+from ..store.backend import documents as store
 from ..types import Collection
 from .progress import Progress
 

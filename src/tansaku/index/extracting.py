@@ -14,7 +14,7 @@ from typing import Any
 from ..sources import formats
 from ..sources.reader import ReadDocument, content_hash
 from ..sources.walk import FoundFile
-from ..store import extractions as cache
+from ..store.backend import extractions as cache
 from ..types import SkippedFile
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..fields import frontmatter
 from ..fields.lookup import rows
-from ..store import fields as store
+from ..store.backend import fields as store
 from ..types import Notice
 
 FRONT_MATTER_INVALID = "FRONT_MATTER_INVALID"

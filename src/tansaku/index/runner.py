@@ -15,10 +15,10 @@ from typing import Any
 from ..config.masks import MaskMatcher, expand_masks
 from ..config.settings import Config
 from ..sources.walk import FoundFile, walk_collection
-from ..store import db
-from ..store import documents as store
+from ..store.backend import Backend
+from ..store.backend import documents as store
+from ..store.backend import vectors as vector_store
 from ..store.migrations import migrate
-from ..store.vectors import prune_if_present as prune_vectors
 from ..types import Collection, CollectionUpdate, UpdateReport
 from . import update as indexing
 from .chunks import ChunkingSummary, chunk_collection, params_for
@@ -27,7 +27,7 @@ from .progress import ProgressFactory
 
 
 def update_collections(
-    index_path: Path,
+    backend: Backend,
     collections: Sequence[Collection],
     max_file_bytes: int,
     *,
@@ -38,18 +38,18 @@ def update_collections(
     report = UpdateReport(dry_run=dry_run, collections=[])
     if not collections:
         return report
-    opener = _dry_connection(index_path) if dry_run else _write_connection(index_path)
+    opener = _dry_connection(backend) if dry_run else _write_connection(backend)
     with opener as conn:
         for collection in collections:
             report.collections.append(
-                _one(conn, index_path, collection, max_file_bytes, dry_run, run_hooks, progress)
+                _one(conn, backend, collection, max_file_bytes, dry_run, run_hooks, progress)
             )
     return report
 
 
 def _one(
     conn: Any,
-    index_path: Path,
+    backend: Backend,
     collection: Collection,
     max_file_bytes: int,
     dry_run: bool,
@@ -72,7 +72,7 @@ def _one(
             )
     callback = progress(collection.name) if progress else None
     if collection.type != "files":
-        result = _transcripts(conn, index_path, collection, dry_run, callback)
+        result = _transcripts(conn, backend, collection, dry_run, callback)
         result.hook = hook
         if dry_run and run_hooks and collection.update:
             result.hook_pending = collection.update
@@ -81,15 +81,15 @@ def _one(
         work = indexing.plan(conn, collection, max_file_bytes, callback)
     else:
         try:
-            with db.write_lock(conn, index_path, f"update {collection.name}"):
+            with backend.write_lock(conn, f"update {collection.name}"):
                 work = indexing.plan(conn, collection, max_file_bytes, callback)
                 chunking = ChunkingSummary()
                 indexing.apply(conn, collection, work, callback, chunking)
                 chunk_collection(conn, collection, params_for(collection), callback, chunking)
                 # Re-chunked or removed texts leave vectors behind: unlink them (embed reuses or drops them).
-                prune_vectors(conn, keep_unlinked=True)
-        except db.DatabaseError as exc:
-            raise db.translate(exc, index_path) from exc
+                vector_store.prune_if_present(conn, keep_unlinked=True)
+        except backend.database_error as exc:
+            raise backend.translate(exc) from exc
     result = indexing.report(collection.name, work)
     result.hook = hook
     if not dry_run:
@@ -102,26 +102,33 @@ def _one(
 
 
 def _transcripts(
-    conn: Any, index_path: Path, collection: Collection, dry_run: bool, callback: Any
+    conn: Any, backend: Backend, collection: Collection, dry_run: bool, callback: Any
 ) -> CollectionUpdate:
     """A transcript collection (index/transcripts.py): sessions, runs and turns, append mode."""
     from . import transcripts
 
+    if backend.kind != "sqlite":
+        from ..errors import BackendUnsupported
+
+        raise BackendUnsupported(
+            f"transcript collections do not work on a {backend.kind} index yet ({collection.name})",
+            hint="keep agent sessions in a SQLite index (docs/backends.md lists what works)",
+        )
     if dry_run:
         return transcripts.report(collection, transcripts.plan(conn, collection, callback))
     try:
-        with db.write_lock(conn, index_path, f"update {collection.name}"):
+        with backend.write_lock(conn, f"update {collection.name}"):
             work = transcripts.plan(conn, collection, callback)
             result = transcripts.apply(conn, collection, work, callback)
-            prune_vectors(conn, keep_unlinked=True)
-    except db.DatabaseError as exc:
-        raise db.translate(exc, index_path) from exc
+            vector_store.prune_if_present(conn, keep_unlinked=True)
+    except backend.database_error as exc:
+        raise backend.translate(exc) from exc
     return result
 
 
 @contextlib.contextmanager
-def _write_connection(index_path: Path) -> Iterator[Any]:
-    conn = db.open_write(index_path)
+def _write_connection(backend: Backend) -> Iterator[Any]:
+    conn = backend.open_write()
     try:
         yield conn
     finally:
@@ -129,16 +136,17 @@ def _write_connection(index_path: Path) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def _dry_connection(index_path: Path) -> Iterator[Any]:
+def _dry_connection(backend: Backend) -> Iterator[Any]:
     """Read-only view for --dry-run; with no index yet, plan against an empty one in memory."""
-    if index_path.exists():
-        conn = db.open_read(index_path)
-    else:
-        import sqlean
+    if backend.exists():
+        with backend.reading() as conn:
+            yield conn
+        return
+    import sqlean
 
-        conn = sqlean.connect(":memory:", isolation_level=None)
-        conn.row_factory = sqlean.Row
-        migrate(conn)
+    conn = sqlean.connect(":memory:", isolation_level=None)
+    conn.row_factory = sqlean.Row
+    migrate(conn)
     try:
         yield conn
     finally:

@@ -21,9 +21,9 @@ from ..sources.formats import format_of
 from ..sources.outline import outline
 from ..sources.reader import INDEXER_VERSION, ReadDocument, line_count, read_document
 from ..sources.walk import FoundFile, walk_collection
-from ..store import chunks as chunk_store
-from ..store import documents as store
-from ..store import extractions as extraction_store
+from ..store.backend import chunks as chunk_store
+from ..store.backend import documents as store
+from ..store.backend import extractions as extraction_store
 from ..text.cjk import segment
 from ..types import Collection, CollectionUpdate, Notice, SkippedFile
 from .chunks import ChunkingSummary, chunk_one, params_for

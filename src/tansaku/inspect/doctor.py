@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from ..types import DoctorCheck
 
 KNOWN_KEYS: dict[str, frozenset[str]] = {
-    "": frozenset({"settings", "collections", "contexts", "models"}),
+    "": frozenset({"settings", "collections", "contexts", "models", "index"}),
     "settings": frozenset({"max_file_bytes"}),
+    "index": frozenset({"url"}),
     "models": frozenset({"embed", "generate", "rerank", "threads", "embed_prompt"}),
     "collection": frozenset(
         {"path", "masks", "ignore", "update", "include", "chunk_strategy", "type", "redact"}
@@ -87,7 +88,7 @@ _ADD = "tansaku collection add PATH"
 
 def _unknown_keys(raw: dict[str, Any]) -> list[str]:
     unknown = [key for key in raw if key not in KNOWN_KEYS[""]]
-    for table in ("settings", "models"):
+    for table in ("settings", "models", "index"):
         value = raw.get(table)
         if isinstance(value, dict):
             unknown += [f"[{table}] {key}" for key in value if key not in KNOWN_KEYS[table]]

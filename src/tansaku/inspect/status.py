@@ -3,35 +3,36 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexSchemaMismatch, TansakuError
-from ..store import db
-from ..store import documents as store
+from ..store.backend import db
+from ..store.backend import documents as store
 from ..types import Notice
 
 if TYPE_CHECKING:
     from ..config.settings import Config
+    from ..store.backend import Backend
     from ..types import CollectionInfo, StatusReport
 
 
-def collection_list(config: Config, config_path: Path, index_path: Path) -> list[CollectionInfo]:
+def collection_list(config: Config, config_path: Path, index: Backend) -> list[CollectionInfo]:
     """Every configured collection with its counts; zero counts when there is no usable index."""
     from ..types import CollectionInfo
 
-    if not index_path.exists():
+    if not index.exists():
         return [CollectionInfo(c, 0, None) for c in config.collection_list()]
     try:
-        with db.reading(index_path) as conn:
+        with index.reading() as conn:
             return collection_infos(conn, config, config_path)
     except IndexSchemaMismatch:
         # The list comes from the config; counts wait for `update` to upgrade the index.
         return [CollectionInfo(c, 0, None) for c in config.collection_list()]
 
 
-def collection_infos(conn: db.Connection, config: Config, config_path: Path) -> list[CollectionInfo]:
+def collection_infos(conn: Any, config: Config, config_path: Path) -> list[CollectionInfo]:
     from ..index.chunks import params_for
-    from ..store.chunks import collection_chunk_counts
+    from ..store.backend import chunks
     from ..types import CollectionInfo
 
     counts, states = store.collection_counts(conn), store.collection_states(conn)
@@ -40,7 +41,7 @@ def collection_infos(conn: db.Connection, config: Config, config_path: Path) -> 
     for c in config.collection_list():
         documents, size = counts.get(c.name, (0, 0))
         params = params_for(c).fingerprint()
-        chunked, chunks, fallbacks = collection_chunk_counts(conn, c.name, params)
+        chunked, chunk_count, fallbacks = chunks.collection_chunk_counts(conn, c.name, params)
         vectors = stale = unembedded = 0
         if db.has_table(conn, "chunk_vectors"):
             from ..store.vectors import collection_vector_counts
@@ -55,7 +56,7 @@ def collection_infos(conn: db.Connection, config: Config, config_path: Path) -> 
                 states.get(c.name),
                 size,
                 chunked,
-                chunks,
+                chunk_count,
                 fallbacks,
                 vectors,
                 stale,
@@ -65,7 +66,7 @@ def collection_infos(conn: db.Connection, config: Config, config_path: Path) -> 
     return infos
 
 
-def embed_status(config_path: Path, index_path: Path) -> tuple[str | None, int | None]:
+def embed_status(config_path: Path, index: Backend) -> tuple[str | None, int | None]:
     """The configured embed model file if present, and the window the index last used with it."""
     from ..models.registry import resolve
 
@@ -73,11 +74,11 @@ def embed_status(config_path: Path, index_path: Path) -> tuple[str | None, int |
     if not ref.present:
         return None, None
     if ref.endpoint is not None:
-        return _endpoint_status(ref.endpoint, index_path)
+        return _endpoint_status(ref.endpoint, index)
     window = None
-    if index_path.exists():
+    if index.exists():
         try:
-            with db.reading(index_path) as conn:
+            with index.reading() as conn:
                 if db.has_table(conn, "embed_models"):
                     from ..store.vectors import model_window
 
@@ -87,7 +88,7 @@ def embed_status(config_path: Path, index_path: Path) -> tuple[str | None, int |
     return str(ref.local_path), window
 
 
-def _endpoint_status(endpoint: object, index_path: Path) -> tuple[str, int | None]:
+def _endpoint_status(endpoint: object, index: Backend) -> tuple[str, int | None]:
     """The endpoint as status shows it, and its window: no request (a status must not wait on a
     network), but what the index recorded of its model (the dimensions embed saw)."""
     from ..models.remote.endpoint import Endpoint
@@ -95,9 +96,9 @@ def _endpoint_status(endpoint: object, index_path: Path) -> tuple[str, int | Non
     assert isinstance(endpoint, Endpoint)
     machine = "this machine" if endpoint.loopback else "another machine"
     shown = f"{endpoint.model} at {endpoint.base_url}, an endpoint on {machine}"
-    if index_path.exists():
+    if index.exists():
         try:
-            with db.reading(index_path) as conn:
+            with index.reading() as conn:
                 if db.has_table(conn, "embed_models"):
                     from ..index.embed import known_remote
                     from ..store.vectors import models
@@ -110,7 +111,7 @@ def _endpoint_status(endpoint: object, index_path: Path) -> tuple[str, int | Non
     return shown, None
 
 
-def current_fingerprint(conn: db.Connection, config_path: Path) -> str | None:
+def current_fingerprint(conn: Any, config_path: Path) -> str | None:
     """The fingerprint the configured embed model's vectors have with this version of tansaku
     (no hashing when the index knows the file, no loading). Built from the stored model hash
     and prompt format, not read back, so vectors of an older embedded-text version count as
@@ -141,17 +142,16 @@ def thread_status(config_path: Path, warnings: list[Notice]) -> str | None:
         return None
 
 
-def status_report(config: Config, config_path: Path, index_path: Path) -> StatusReport:
+def status_report(config: Config, config_path: Path, index: Backend) -> StatusReport:
     from ..chunking import available_grammars
     from ..index.runner import pending_summary
-    from ..store.migrations import SCHEMA_VERSION
     from ..types import CollectionInfo, StatusReport
     from .settings import all_settings
 
-    exists = index_path.exists()
+    exists = index.exists()
     warnings: list[Notice] = []
     schema: int | None = None
-    embed_path, embed_window = embed_status(config_path, index_path)
+    embed_path, embed_window = embed_status(config_path, index)
     threads = thread_status(config_path, warnings)
     infos: list[CollectionInfo] = [CollectionInfo(c, 0, None) for c in config.collection_list()]
     states: dict[str, str | None] = {}
@@ -160,13 +160,13 @@ def status_report(config: Config, config_path: Path, index_path: Path) -> Status
         warnings.append(
             Notice(
                 "INDEX_MISSING",
-                f"no index at {index_path}: `tansaku collection add PATH` creates it",
+                f"no index at {index.location}: `tansaku collection add PATH` creates it",
             )
         )
     else:
         try:
-            with db.reading(index_path) as conn:
-                schema = SCHEMA_VERSION
+            with index.reading() as conn:
+                schema = index.schema_version
                 infos, states = collection_infos(conn, config, config_path), store.collection_states(conn)
                 pending = pending_summary(conn, config)
         except IndexSchemaMismatch as exc:
@@ -188,11 +188,11 @@ def status_report(config: Config, config_path: Path, index_path: Path) -> Status
             name = info.collection.name
             pending.append(f"{name}: {missing} documents not chunked yet; run `tansaku update -c {name}`")
     return StatusReport(
-        index_path=str(index_path),
+        index_path=index.location,
         index_exists=exists,
-        index_bytes=index_path.stat().st_size if exists else 0,
+        index_bytes=index.size_bytes() if exists else 0,
         schema_version=schema,
-        code_schema_version=SCHEMA_VERSION,
+        code_schema_version=index.schema_version,
         config_path=str(config_path),
         collections=tuple(infos),
         contexts=tuple(config.context_list()),
@@ -203,4 +203,5 @@ def status_report(config: Config, config_path: Path, index_path: Path) -> Status
         embed_window=embed_window,
         model_threads=threads,
         settings=all_settings(config_path),
+        server=index.describe(),
     )

@@ -157,6 +157,16 @@ def _embed(report: EmbedReport) -> list[str]:
     return lines + warning_lines(report.warnings)
 
 
+def _server(server: Any) -> str:
+    if server.pgvector:
+        vectors = f"pgvector {server.pgvector}"
+    elif server.pgvector_available:
+        vectors = f"pgvector {server.pgvector_available} available, not installed in this database"
+    else:
+        vectors = "no pgvector on the server"
+    return f"{server.product}, {vectors}, round trip {server.round_trip_ms:.1f} ms"
+
+
 def _remote_line(spent: dict[str, Any]) -> str:
     """What went to an endpoint and what it cost, as counted here (tokens as the server counted)."""
     tokens = spent.get("prompt_tokens")
@@ -179,7 +189,10 @@ def _status(s: StatusReport) -> list[str]:
         if s.schema_version != s.code_schema_version:
             schema += f"; this tansaku expects {s.code_schema_version}"
         index = f"{s.index_path} ({human_size(s.index_bytes)}, schema {schema})"
-    lines = [f"index:  {clean(index)}", f"config: {clean(s.config_path)}", ""]
+    lines = [f"index:  {clean(index)}"]
+    if s.server is not None:
+        lines.append(f"server: {clean(_server(s.server))}")
+    lines += [f"config: {clean(s.config_path)}", ""]
     if s.collections:
         rows = [["NAME", "TYPE", "DOCS", "CHUNKED", "CHUNKS", "VECTORS", "LAST UPDATE", "PATH"]]
         rows += [

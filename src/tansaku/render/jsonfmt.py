@@ -48,7 +48,11 @@ def to_data(obj: Any) -> Any:
 
 
 def _fields(obj: Any) -> dict[str, Any]:
-    data = {f.name: to_data(getattr(obj, f.name)) for f in fields(obj)}
+    data = {
+        f.name: to_data(getattr(obj, f.name))
+        for f in fields(obj)
+        if not (f.metadata.get("omit_if_none") and getattr(obj, f.name) is None)
+    }
     if isinstance(data.get("docid"), str):
         data["docid"] = show_docid(data["docid"])
     return data

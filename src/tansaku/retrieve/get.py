@@ -16,7 +16,7 @@ from ..errors import AmbiguousDocid, DocumentNotFound, LineOutOfRange, UsageErro
 from ..paths import VIRTUAL_PREFIX, normalize_rel, split_virtual_path, virtual_path
 from ..search.hits import is_stale
 from ..search.snippets import split_lines
-from ..store import documents as store
+from ..store.backend import documents as store
 from ..types import Collection, DocumentSlice, MultiGetResult, Notice, SkippedDocument
 
 DEFAULT_GET_MAX_BYTES = 256 * 1024

@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import PageOutOfRange, UsageError
 from ..paths import virtual_path
 from ..store import documents as store
-from ..store.extractions import pages_of
+from ..store.backend import extractions
 
 _PAGE_SUFFIX = re.compile(r"^(?P<ref>.+?):page=(?P<page>[0-9]+)$")
 
@@ -24,7 +24,7 @@ def split_page(ref: str) -> tuple[str, int | None]:
 def page_lines(conn: Any, doc: store.StoredDocument, page: int, total_lines: int) -> tuple[int, int]:
     """The first line of ``page`` and how many lines it has."""
     shown = virtual_path(doc.collection, doc.path)
-    starts = pages_of(conn, [doc.hash]).get(doc.hash, ())
+    starts = extractions.pages_of(conn, [doc.hash]).get(doc.hash, ())
     if not starts:
         raise UsageError(
             f"{shown} has no pages", hint="page= is for PDF files; read lines instead: REF:LINE or --from"

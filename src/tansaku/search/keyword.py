@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import limits
 from ..errors import EmptyQuery
-from ..store import documents as store
+from ..store.backend import documents as store
 from ..store.fields import DocumentFilter
 from ..text.cjk import has_cjk
 from ..types import Collection, Hit, Notice, SearchResult, Snippet

@@ -14,9 +14,9 @@ def page_starts(conn: Any, docs: Iterable[StoredDocument]) -> dict[str, tuple[in
     hashes = [doc.hash for doc in docs if doc.path.lower().endswith(".pdf")]
     if not hashes:
         return {}
-    from ..store.extractions import pages_of
+    from ..store.backend import extractions
 
-    return pages_of(conn, hashes)
+    return extractions.pages_of(conn, hashes)
 
 
 def page_at(starts: tuple[int, ...], line: int) -> int | None:

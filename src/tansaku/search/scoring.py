@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..store import documents as store
+from ..store.backend import documents as store
 from .file_kinds import path_weight
 from .query import ParsedQuery, Term, fts_adjacent, fts_term, parse_query
 from .score_scale import reference, relative

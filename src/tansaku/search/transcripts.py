@@ -214,7 +214,6 @@ def search_turns(
     )
 
 
-
 # How many units of the turn search's own order are rescored for each result wanted: the document
 # IDFs (unit_scores.turn_scores) can reorder them.
 RESCORED_PER_RESULT = 4
@@ -328,8 +327,6 @@ def vector_levels(
         results.append(vsearch(conn, query, files, contexts, (), started, cache))
     merged = merge(results, request.query, request.limit, started, mode="vsearch")
     return replace(merged, warnings=(*warnings, *merged.warnings))
-
-
 
 
 def iso(epoch: float | None) -> str | None:

@@ -243,7 +243,6 @@ def prune_content(conn: Any) -> int:
     return cursor.rowcount
 
 
-
 def rename_collection(conn: Any, old: str, new: str) -> None:
     conn.execute("UPDATE documents SET collection = ? WHERE collection = ?", (new, old))
     conn.execute("UPDATE collection_state SET name = ? WHERE name = ?", (new, old))

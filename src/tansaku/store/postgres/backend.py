@@ -1,0 +1,260 @@
+"""Opening an index kept in PostgreSQL (``--index postgresql://...``): connections, the schema
+check, migrations, the writer lock and how the driver's errors read.
+
+psycopg 3 is imported here and only here, on the first use of a postgresql URL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ...errors import (
+    BackendMissing,
+    IndexError_,
+    IndexLocked,
+    IndexMissing,
+    IndexSchemaMismatch,
+    IndexUnreachable,
+)
+from ..db import LOCK_TIMEOUT_ENV, lock_timeout
+from .migrations import SCHEMA_VERSION, current_version, migrate
+
+# pg_advisory locks are named by two int4s: tansaku's ("tnsk") and what it guards.
+LOCK_SPACE = 0x746E736B
+WRITER_LOCK = 1
+MIGRATION_LOCK = 2
+CONNECT_TIMEOUT = 10  # seconds; libpq's default is to wait forever for a server that does not answer
+_POLL = 0.05
+
+
+def _driver() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise BackendMissing(
+            "a postgresql:// index needs the postgres extra, which is not installed",
+            hint="pip install 'tansaku[postgres]'",
+        ) from None
+    return psycopg
+
+
+def without_password(url: str) -> str:
+    """The URL as shown to people: its password replaced by ***."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+class PgConnection:
+    """A psycopg connection as the store modules use it (autocommit; blocks open transactions).
+
+    ``tansaku_backend`` routes the store functions (store/backend.py); ``positions_cache`` keeps
+    the token positions one read block has fetched (a search asks for the same tokens several
+    times), and is never used by a writer, whose reads must see its own changes."""
+
+    tansaku_backend = "postgresql"
+
+    def __init__(self, raw: Any, *, reader: bool) -> None:
+        self.raw = raw
+        self.positions_cache: dict[Any, Any] | None = {} if reader else None
+        # A writer's batched rows (documents._KeywordRows) and what must run before COMMIT.
+        self.keyword_rows: Any = None
+        self.before_commit: list[Callable[[], None]] = []
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        return self.raw.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        with self.raw.cursor() as cursor:
+            cursor.executemany(sql, rows)
+
+    @contextlib.contextmanager
+    def copy(self, sql: str) -> Iterator[Any]:
+        """``COPY ... FROM STDIN``: write rows with ``write_row``; sent when the block ends."""
+        with self.raw.cursor() as cursor, cursor.copy(sql) as copy:
+            yield copy
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self.raw.info.transaction_status != 0)  # 0 = IDLE
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class PostgresBackend:
+    kind = "postgresql"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.location = without_password(url)
+        self.schema_version = SCHEMA_VERSION
+
+    @property
+    def database_error(self) -> type[BaseException]:
+        return _driver().Error  # type: ignore[no-any-return]
+
+    def _connect(self) -> Any:
+        psycopg = _driver()
+        try:
+            return psycopg.connect(
+                self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT, application_name="tansaku"
+            )
+        except psycopg.Error as exc:
+            raise self.translate(exc) from exc
+
+    def exists(self) -> bool:
+        raw = self._connect()
+        try:
+            return current_version(PgConnection(raw, reader=True)) is not None
+        finally:
+            raw.close()
+
+    def size_bytes(self) -> int:
+        raw = self._connect()
+        try:
+            return int(raw.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+        finally:
+            raw.close()
+
+    def describe(self) -> Any:
+        """The server's version, pgvector's (installed here, or installable), and the median of
+        five round trips: what `status` shows, and what a slow search may come from."""
+        from ...types import ServerInfo
+
+        raw = self._connect()
+        try:
+            product = "PostgreSQL " + str(raw.execute("SHOW server_version").fetchone()[0]).split()[0]
+            installed = raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+            available = raw.execute(
+                "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
+            trips = []
+            for _ in range(5):
+                started = time.perf_counter()
+                raw.execute("SELECT 1").fetchone()
+                trips.append((time.perf_counter() - started) * 1000)
+        finally:
+            raw.close()
+        return ServerInfo(
+            product,
+            installed[0] if installed else None,
+            available[0] if available else None,
+            sorted(trips)[len(trips) // 2],
+        )
+
+    def _checked(self, conn: PgConnection) -> None:
+        version = current_version(conn)
+        if version is None:
+            raise IndexMissing(
+                f"no tansaku index in {self.location}",
+                hint="create it by adding a folder: `tansaku --index URL collection add PATH`",
+            )
+        if version != SCHEMA_VERSION:
+            newer = version > SCHEMA_VERSION
+            raise IndexSchemaMismatch(
+                f"the index in {self.location} has schema version {version}; this tansaku uses "
+                f"{SCHEMA_VERSION}",
+                hint="upgrade tansaku" if newer else "run `tansaku update` to upgrade it",
+                version=version,
+            )
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[PgConnection]:
+        """A read-only snapshot for one block: every statement in it sees one state of the index,
+        and it never waits for a writer (MVCC)."""
+        psycopg = _driver()
+        conn = PgConnection(self._connect(), reader=True)
+        try:
+            self._checked(conn)
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield conn
+        except psycopg.Error as exc:
+            raise self.translate(exc) from exc
+        finally:
+            with contextlib.suppress(psycopg.Error):
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            conn.close()
+
+    def open_write(self) -> PgConnection:
+        psycopg = _driver()
+        conn = PgConnection(self._connect(), reader=False)
+        try:
+            version = current_version(conn)
+            if version is not None and version > SCHEMA_VERSION:
+                self._checked(conn)
+            if version != SCHEMA_VERSION:
+                # Two first commands may race to create the tables: one migrates, the other waits.
+                conn.execute("BEGIN")
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, MIGRATION_LOCK))
+                migrate(conn)
+                conn.execute("COMMIT")
+        except psycopg.Error as exc:
+            conn.close()
+            raise self.translate(exc) from exc
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextlib.contextmanager
+    def write_lock(self, conn: PgConnection, command: str = "tansaku") -> Iterator[None]:
+        """One writer at a time (a transaction-scoped advisory lock, released at COMMIT or
+        ROLLBACK, also when the process dies); it waits up to the lock timeout, then fails naming
+        the holder. Readers never wait for it."""
+        conn.execute("BEGIN")
+        try:
+            conn.execute("SELECT set_config('application_name', %s, true)", (f"tansaku {command}"[:63],))
+            deadline = time.monotonic() + lock_timeout()
+            while not conn.execute(
+                "SELECT pg_try_advisory_xact_lock(%s, %s)", (LOCK_SPACE, WRITER_LOCK)
+            ).fetchone()[0]:
+                if time.monotonic() >= deadline:
+                    raise self._locked(conn)
+                time.sleep(_POLL)
+            yield
+            for step in conn.before_commit:
+                step()
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.keyword_rows = None  # rows of a rolled-back transaction are never sent
+            conn.before_commit.clear()
+            if conn.in_transaction:
+                with contextlib.suppress(Exception):
+                    conn.execute("ROLLBACK")
+            raise
+
+    def _locked(self, conn: PgConnection) -> IndexLocked:
+        row = conn.execute(
+            "SELECT a.pid, a.application_name, a.client_addr, a.xact_start FROM pg_locks AS l"
+            " JOIN pg_stat_activity AS a ON a.pid = l.pid"
+            " WHERE l.locktype = 'advisory' AND l.classid = %s AND l.objid = %s AND l.granted",
+            (LOCK_SPACE, WRITER_LOCK),
+        ).fetchone()
+        who = ""
+        if row is not None:
+            where = f" at {row[2]}" if row[2] else ""
+            since = row[3].strftime("%Y-%m-%dT%H:%M:%SZ") if row[3] else "?"
+            who = f" by server pid {row[0]}{where} ({row[1] or 'tansaku'}, since {since})"
+        return IndexLocked(
+            f"the index in {self.location} is locked{who}; gave up after {lock_timeout():g} s",
+            hint=f"wait for the other command to finish, or raise {LOCK_TIMEOUT_ENV}",
+        )
+
+    def translate(self, exc: BaseException) -> Exception:
+        psycopg = _driver()
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, psycopg.OperationalError):
+            return IndexUnreachable(
+                f"cannot use the PostgreSQL index {self.location}: {first}",
+                hint="check that the server runs and the URL (host, port, database, user) is right",
+            )
+        return IndexError_(f"the PostgreSQL index {self.location} failed: {first}")

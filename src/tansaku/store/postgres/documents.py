@@ -1,0 +1,552 @@
+"""SQL for documents, their text and their keyword rows, on PostgreSQL: the functions of
+store/documents.py with the same names, arguments and results (see store/backend.py).
+
+Keyword search takes the FTS5 expressions search/query.py writes and answers them as FTS5 would
+(expression.py parses them, ranking.py matches and scores them) over ``postings``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ...errors import BackendUnsupported
+from ..documents import BM25_WEIGHTS, FtsText, StoredDocument
+from ..fields import DocumentFilter
+from .expression import Expression, Phrase, parse
+from .ranking import Evaluation, Positions
+from .tokens import column_tokens
+
+_COLUMNS = "id, collection, path, hash, title, size, mtime_ns, line_count, repaired, indexed_at"
+# The highest code point: ``prefix <= term < prefix + _LAST`` is every term that starts with prefix.
+_LAST = "\U0010ffff"
+
+
+def _doc(row: Sequence[Any]) -> StoredDocument:
+    return StoredDocument(
+        id=int(row[0]),
+        collection=row[1],
+        path=row[2],
+        hash=row[3],
+        title=row[4],
+        size=int(row[5]),
+        mtime_ns=int(row[6]),
+        line_count=int(row[7]),
+        repaired=bool(row[8]),
+        indexed_at=row[9],
+    )
+
+
+def documents_in(conn: Any, collection: str) -> dict[str, StoredDocument]:
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE collection = %s", (collection,))
+    return {row[2]: _doc(row) for row in rows}
+
+
+def list_documents(conn: Any, collection: str, prefix: str = "") -> list[StoredDocument]:
+    if prefix:
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM documents WHERE collection = %s AND (path = %s OR starts_with(path, %s))"
+            " ORDER BY path",
+            (collection, prefix, prefix + "/"),
+        )
+    else:
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM documents WHERE collection = %s ORDER BY path", (collection,)
+        )
+    return [_doc(row) for row in rows]
+
+
+def all_documents(conn: Any, collections: Sequence[str] | None = None) -> list[StoredDocument]:
+    if collections is None:
+        rows = conn.execute(f"SELECT {_COLUMNS} FROM documents ORDER BY collection, path")
+    else:
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM documents WHERE collection = ANY(%s) ORDER BY collection, path",
+            (list(collections),),
+        )
+    return [_doc(row) for row in rows]
+
+
+def document_at(conn: Any, collection: str, path: str) -> StoredDocument | None:
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM documents WHERE collection = %s AND path = %s", (collection, path)
+    ).fetchone()
+    return _doc(row) if row else None
+
+
+def documents_by_hash_prefix(conn: Any, prefix: str, limit: int = 20) -> list[StoredDocument]:
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM documents WHERE hash >= %s AND hash < %s ORDER BY collection, path LIMIT %s",
+        (prefix, prefix + _LAST, limit),
+    )
+    return [_doc(row) for row in rows]
+
+
+def documents_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, StoredDocument]:
+    ids = list(ids)
+    if not ids:
+        return {}
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE id = ANY(%s)", (ids,))
+    return {int(row[0]): _doc(row) for row in rows}
+
+
+def paths_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, str]:
+    ids = list(ids)
+    if not ids:
+        return {}
+    return {int(i): p for i, p in conn.execute("SELECT id, path FROM documents WHERE id = ANY(%s)", (ids,))}
+
+
+def collection_paths(conn: Any, collection: str) -> dict[int, str]:
+    rows = conn.execute("SELECT id, path FROM documents WHERE collection = %s", (collection,))
+    return {int(i): p for i, p in rows}
+
+
+def body(conn: Any, content_hash: str) -> str:
+    row = conn.execute("SELECT body FROM content WHERE hash = %s", (content_hash,)).fetchone()
+    return row[0] if row else ""
+
+
+def bodies(conn: Any, hashes: Iterable[str]) -> dict[str, str]:
+    hashes = list(set(hashes))
+    if not hashes:
+        return {}
+    rows = conn.execute("SELECT hash, body FROM content WHERE hash = ANY(%s)", (hashes,))
+    return {h: b for h, b in rows}
+
+
+def has_content(conn: Any, content_hash: str) -> bool:
+    return conn.execute("SELECT 1 FROM content WHERE hash = %s", (content_hash,)).fetchone() is not None
+
+
+def put_content(conn: Any, content_hash: str, text: str) -> None:
+    conn.execute(
+        "INSERT INTO content (hash, body) VALUES (%s, %s) ON CONFLICT (hash) DO NOTHING", (content_hash, text)
+    )
+
+
+# --- keyword rows -------------------------------------------------------------------------------
+
+
+def _columns(fts: FtsText) -> list[str]:
+    return [fts.path, fts.title, fts.body, fts.headings, fts.options]
+
+
+class _KeywordRows:
+    """The keyword rows of one write transaction, sent in batches: a COPY of many documents'
+    postings and one upsert of the term frequencies' net changes, instead of several statements
+    per document (a cold update of 120 man pages went from 14 s to 7.6 s). Flushed when large,
+    before a document's rows are read back, and before COMMIT (PgConnection.before_commit)."""
+
+    ROWS = 50_000
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.rows: list[tuple[str, int, int, str]] = []
+        self.docs: set[int] = set()
+        self.df: Counter[str] = Counter()
+        self.documents = 0
+        self.tokens = 0
+
+    def add(self, doc_id: int, places: dict[tuple[str, int], list[int]], tokens: int) -> None:
+        # The positions as an array literal: COPY's text format parses it, and psycopg's dumping
+        # of a list of ints cost more than the rest of the row (1.7 s of 7 s for 120 man pages).
+        self.rows.extend(
+            (term, doc_id, column, "{" + ",".join(map(str, at)) + "}")
+            for (term, column), at in places.items()
+        )
+        self.docs.add(doc_id)
+        self.df.update({term for term, _ in places})
+        self.documents += 1
+        self.tokens += tokens
+        if len(self.rows) >= self.ROWS:
+            self.flush()
+
+    def remove(self, terms: Iterable[str], tokens: int) -> None:
+        self.df.subtract(set(terms))
+        self.documents -= 1
+        self.tokens -= tokens
+
+    def flush(self) -> None:
+        if self.rows:
+            with self.conn.copy("COPY postings (term, doc_id, col, positions) FROM STDIN") as copy:
+                for row in self.rows:
+                    copy.write_row(row)
+        changed = sorted(term for term, delta in self.df.items() if delta)  # one lock order for all writers
+        if changed:
+            self.conn.execute(
+                "INSERT INTO term_stats (term, df) SELECT * FROM unnest(%s::text[], %s::integer[])"
+                " ON CONFLICT (term) DO UPDATE SET df = term_stats.df + excluded.df",
+                (changed, [self.df[term] for term in changed]),
+            )
+            fewer = [term for term in changed if self.df[term] < 0]
+            if fewer:
+                self.conn.execute("DELETE FROM term_stats WHERE term = ANY(%s) AND df <= 0", (fewer,))
+        if self.documents or self.tokens:
+            self.conn.execute(
+                "UPDATE keyword_totals SET docs = docs + %s, tokens = tokens + %s",
+                (self.documents, self.tokens),
+            )
+        self.rows, self.docs, self.df = [], set(), Counter()
+        self.documents = self.tokens = 0
+
+
+def _batch(conn: Any) -> _KeywordRows:
+    if conn.keyword_rows is None:
+        conn.keyword_rows = _KeywordRows(conn)
+        conn.before_commit.append(conn.keyword_rows.flush)
+    return conn.keyword_rows  # type: ignore[no-any-return]
+
+
+def _places(fts: FtsText) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
+    """{(term, column): positions} of a document's keyword columns, and each column's length."""
+    tokens = column_tokens(_columns(fts))
+    places: dict[tuple[str, int], list[int]] = {}
+    for number, column in enumerate(tokens):
+        for at, term in column:
+            places.setdefault((term, number), []).append(at)
+    return places, [len(column) for column in tokens]
+
+
+def _unindex(conn: Any, doc_id: int) -> None:
+    batch = _batch(conn)
+    if doc_id in batch.docs:
+        batch.flush()  # its postings must be in the table to be read back and deleted
+    row = conn.execute("SELECT fts_tokens FROM documents WHERE id = %s", (doc_id,)).fetchone()
+    if row is None:
+        return
+    terms = [
+        term for (term,) in conn.execute("SELECT DISTINCT term FROM postings WHERE doc_id = %s", (doc_id,))
+    ]
+    conn.execute("DELETE FROM postings WHERE doc_id = %s", (doc_id,))
+    batch.remove(terms, int(row[0]))
+
+
+def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> int:
+    places, lengths = _places(fts)
+    row = conn.execute(
+        # The id SQLite would give the row (one more than the largest): ties in ranking go by id,
+        # so both backends must number documents alike. One writer at a time makes this safe.
+        "INSERT INTO documents (id, collection, path, hash, title, size, mtime_ns, line_count, repaired,"
+        " indexed_at, fts_path, fts_title, fts_body, fts_headings, fts_options, fts_lengths, fts_tokens)"
+        " VALUES ((SELECT coalesce(max(id), 0) + 1 FROM documents),"
+        " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+        (
+            doc.collection,
+            doc.path,
+            doc.hash,
+            doc.title,
+            doc.size,
+            doc.mtime_ns,
+            doc.line_count,
+            bool(doc.repaired),
+            doc.indexed_at,
+            fts.path,
+            fts.title,
+            None if fts.body == text else fts.body,
+            fts.headings,
+            fts.options,
+            lengths,
+            sum(lengths),
+        ),
+    ).fetchone()
+    doc_id = int(row[0])
+    _batch(conn).add(doc_id, places, sum(lengths))
+    return doc_id
+
+
+def _fts_stored(conn: Any, doc_id: int) -> FtsText | None:
+    row = conn.execute(
+        "SELECT d.fts_path, d.fts_title, coalesce(d.fts_body, c.body), d.fts_headings, d.fts_options"
+        " FROM documents AS d JOIN content AS c ON c.hash = d.hash WHERE d.id = %s",
+        (doc_id,),
+    ).fetchone()
+    return None if row is None else FtsText(row[0], row[1], row[2], row[3], row[4])
+
+
+def delete_document(conn: Any, doc_id: int) -> None:
+    from .fields import delete_fields
+
+    _unindex(conn, doc_id)
+    delete_fields(conn, doc_id)
+    conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
+
+
+def move_document(
+    conn: Any, doc_id: int, new_path: str, fts_path: str, size: int, mtime_ns: int, indexed_at: str
+) -> None:
+    """Same content at a new path: the row keeps its id; its postings are made again."""
+    old = _fts_stored(conn, doc_id)
+    _unindex(conn, doc_id)
+    conn.execute(
+        "UPDATE documents SET path = %s, fts_path = %s, size = %s, mtime_ns = %s, indexed_at = %s"
+        " WHERE id = %s",
+        (new_path, fts_path, size, mtime_ns, indexed_at, doc_id),
+    )
+    if old is not None:
+        places, lengths = _places(FtsText(fts_path, old.title, old.body, old.headings, old.options))
+        conn.execute(
+            "UPDATE documents SET fts_lengths = %s, fts_tokens = %s WHERE id = %s",
+            (lengths, sum(lengths), doc_id),
+        )
+        _batch(conn).add(doc_id, places, sum(lengths))
+
+
+def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
+    conn.execute("UPDATE documents SET size = %s, mtime_ns = %s WHERE id = %s", (size, mtime_ns, doc_id))
+
+
+def prune_content(conn: Any) -> int:
+    cursor = conn.execute(
+        "DELETE FROM content AS c WHERE NOT EXISTS (SELECT 1 FROM documents AS d WHERE d.hash = c.hash)"
+    )
+    return int(cursor.rowcount)
+
+
+def document_ids_in(conn: Any, collection: str) -> list[int]:
+    rows = conn.execute("SELECT id FROM documents WHERE collection = %s", (collection,))
+    return [int(row[0]) for row in rows]
+
+
+def forget_collection_state(conn: Any, collection: str) -> None:
+    conn.execute("DELETE FROM collection_state WHERE name = %s", (collection,))
+
+
+def rename_collection(conn: Any, old: str, new: str) -> None:
+    conn.execute("UPDATE documents SET collection = %s WHERE collection = %s", (new, old))
+    conn.execute("UPDATE collection_state SET name = %s WHERE name = %s", (new, old))
+
+
+def set_collection_state(conn: Any, name: str, root: str, last_update: str, indexer_version: int) -> None:
+    conn.execute(
+        "INSERT INTO collection_state (name, root, last_update, indexer_version) VALUES (%s, %s, %s, %s)"
+        " ON CONFLICT (name) DO UPDATE SET root = excluded.root, last_update = excluded.last_update,"
+        " indexer_version = excluded.indexer_version",
+        (name, root, last_update, indexer_version),
+    )
+
+
+def indexer_version(conn: Any, name: str) -> int | None:
+    row = conn.execute("SELECT indexer_version FROM collection_state WHERE name = %s", (name,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def collection_states(conn: Any) -> dict[str, str | None]:
+    return {name: last for name, last in conn.execute("SELECT name, last_update FROM collection_state")}
+
+
+def collection_counts(conn: Any) -> dict[str, tuple[int, int]]:
+    rows = conn.execute(
+        "SELECT collection, count(*), coalesce(sum(size), 0) FROM documents GROUP BY collection"
+    )
+    return {name: (int(n), int(size)) for name, n, size in rows}
+
+
+def all_paths(conn: Any) -> list[tuple[str, str]]:
+    return [(c, p) for c, p in conn.execute("SELECT collection, path FROM documents")]
+
+
+def documents_with_hashes(conn: Any, hashes: Sequence[str]) -> list[StoredDocument]:
+    if not hashes:
+        return []
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE hash = ANY(%s)", (list(hashes),))
+    return [_doc(row) for row in rows]
+
+
+# --- keyword search -----------------------------------------------------------------------------
+
+
+def _positions(conn: Any, token: str, prefix: bool) -> Positions:
+    """Where a token (or, for a prefix, every token it begins) occurs: {(doc, column): positions}."""
+    cache = conn.positions_cache
+    key = (token, prefix)
+    if cache is not None and key in cache:
+        return cache[key]  # type: ignore[no-any-return]
+    if prefix:
+        rows = conn.execute(
+            "SELECT doc_id, col, positions FROM postings WHERE term >= %s AND term < %s",
+            (token, token + _LAST),
+        )
+        found: dict[tuple[int, int], list[int]] = {}
+        for doc, column, at in rows:
+            found.setdefault((int(doc), int(column)), []).extend(at)
+        result: Positions = {key: sorted(at) for key, at in found.items()}
+    else:
+        rows = conn.execute("SELECT doc_id, col, positions FROM postings WHERE term = %s", (token,))
+        result = {(int(doc), int(column)): at for doc, column, at in rows}
+    if cache is not None:
+        cache[key] = result
+    return result
+
+
+def _prefetch(conn: Any, parsed: Expression) -> None:
+    """Read every whole-word token of an expression in one statement (a search runs a dozen
+    expressions; a round trip to the server costs more than the rows)."""
+    cache = conn.positions_cache
+    if cache is None:
+        return
+    wanted = sorted(
+        {
+            token
+            for phrase in parsed.phrases
+            for i, token in enumerate(phrase.tokens)
+            if not (phrase.prefix and i == len(phrase.tokens) - 1) and (token, False) not in cache
+        }
+    )
+    if len(wanted) < 2:
+        return
+    found: dict[str, dict[tuple[int, int], Sequence[int]]] = {token: {} for token in wanted}
+    rows = conn.execute("SELECT term, doc_id, col, positions FROM postings WHERE term = ANY(%s)", (wanted,))
+    for term, doc, column, at in rows:
+        found[term][(int(doc), int(column))] = at
+    for token, positions in found.items():
+        cache[(token, False)] = positions
+
+
+def _evaluate(conn: Any, expression: str) -> Evaluation:
+    parsed = parse(expression)
+    _prefetch(conn, parsed)
+    return Evaluation(parsed, lambda token, prefix: _positions(conn, token, prefix), conn.positions_cache)
+
+
+def _totals(conn: Any) -> tuple[int, int]:
+    """(documents, tokens) of the index; read once per read block."""
+    cache = conn.positions_cache
+    if cache is not None and "totals" in cache:
+        return cache["totals"]  # type: ignore[no-any-return]
+    docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_totals").fetchone()
+    totals = int(docs), int(tokens)
+    if cache is not None:
+        cache["totals"] = totals
+    return totals
+
+
+def _lengths(conn: Any, ids: Iterable[int]) -> dict[int, int]:
+    rows = conn.execute("SELECT id, fts_tokens FROM documents WHERE id = ANY(%s)", (list(ids),))
+    return {int(i): int(n) for i, n in rows}
+
+
+def _scores(
+    conn: Any, evaluation: Evaluation, ids: Iterable[int], weights: Sequence[float]
+) -> dict[int, float]:
+    wanted = set(ids) & evaluation.matches
+    if not wanted:
+        return {}
+    n_docs, n_tokens = _totals(conn)
+    return evaluation.bm25(wanted, weights, n_docs, n_tokens, _lengths(conn, wanted))
+
+
+def _in_collection(conn: Any, ids: Iterable[int], collection: str) -> dict[int, str]:
+    rows = conn.execute(
+        "SELECT id, path FROM documents WHERE collection = %s AND id = ANY(%s)", (collection, list(ids))
+    )
+    return {int(i): p for i, p in rows}
+
+
+def keyword_search(
+    conn: Any,
+    expression: str,
+    collection: str | None,
+    limit: int | None,
+    weights: Sequence[float] = BM25_WEIGHTS,
+    where: DocumentFilter | None = None,
+) -> list[tuple[int, float]]:
+    """(document id, raw bm25) best first, ordered as the SQLite path orders them (ties by id for
+    the whole index, by path within a collection)."""
+    _no_filter(where)
+    evaluation = _evaluate(conn, expression)
+    if collection is None:
+        scores = _scores(conn, evaluation, evaluation.matches, weights)
+        ranked = sorted(scores.items(), key=lambda item: (item[1], item[0]))
+    else:
+        paths = _in_collection(conn, evaluation.matches, collection)
+        scores = _scores(conn, evaluation, paths, weights)
+        # Python orders str by code point, as SQLite's BINARY orders UTF-8: the same order.
+        ranked = sorted(scores.items(), key=lambda item: (item[1], paths[item[0]]))
+    return ranked if limit is None else ranked[:limit]
+
+
+def keyword_count(
+    conn: Any, expression: str, collection: str | None, where: DocumentFilter | None = None
+) -> int:
+    _no_filter(where)
+    if collection is None:
+        return phrase_frequency(conn, expression)
+    return len(_in_collection(conn, _evaluate(conn, expression).matches, collection))
+
+
+def _no_filter(where: DocumentFilter | None) -> None:
+    if where is not None:
+        raise BackendUnsupported(
+            "--where does not work on a PostgreSQL index yet",
+            hint="search without --where (docs/backends.md lists what works on PostgreSQL)",
+        )
+
+
+def sole_collection(conn: Any) -> str | None:
+    rows = conn.execute("SELECT name FROM collection_state LIMIT 2").fetchall()
+    return rows[0][0] if len(rows) == 1 else None
+
+
+def document_total(conn: Any) -> int:
+    return _totals(conn)[0]
+
+
+def _single_term(expression: Expression) -> Phrase | None:
+    root = expression.root
+    if isinstance(root, Phrase) and len(root.tokens) == 1 and not root.prefix and root.columns is None:
+        return root
+    return None
+
+
+def phrase_frequency(conn: Any, expression: str) -> int:
+    """How many documents (in any collection) match: one word's comes from ``term_stats``, kept by
+    update, without reading its postings (a common word's are many)."""
+    parsed = parse(expression)
+    word = _single_term(parsed)
+    if word is not None:
+        row = conn.execute("SELECT df FROM term_stats WHERE term = %s", (word.tokens[0],)).fetchone()
+        return int(row[0]) if row else 0
+    return len(
+        Evaluation(
+            parsed, lambda token, prefix: _positions(conn, token, prefix), conn.positions_cache
+        ).matches
+    )
+
+
+def defined_names(conn: Any, ids: Sequence[int], column: str) -> dict[int, list[str]]:
+    if column not in ("headings", "options") or not ids:
+        return {}
+    title = "title" if column == "headings" else "''"
+    rows = conn.execute(f"SELECT id, {title}, fts_{column} FROM documents WHERE id = ANY(%s)", (list(ids),))
+    return {int(row[0]): [*([row[1]] if row[1] else []), *row[2].splitlines()] for row in rows}
+
+
+def option_defined(conn: Any, name: str) -> bool:
+    return _any_match(conn, 'options : "' + name.replace('"', '""') + '"')
+
+
+def title_names(conn: Any, word: str) -> bool:
+    return _any_match(conn, 'title : "' + word.replace('"', '""') + '"')
+
+
+def _any_match(conn: Any, expression: str) -> bool:
+    return bool(_evaluate(conn, expression).matches)
+
+
+def phrase_documents(conn: Any, expression: str, ids: Sequence[int]) -> set[int]:
+    return _evaluate(conn, expression).matches & set(ids)
+
+
+def phrase_bm25(
+    conn: Any, expression: str, ids: Sequence[int], weights: Sequence[float] = BM25_WEIGHTS
+) -> dict[int, float]:
+    if not ids:
+        return {}
+    return _scores(conn, _evaluate(conn, expression), ids, weights)
+
+
+def term_statistics(conn: Any) -> Counter[str]:
+    """Every term's document frequency as update keeps it (for checks and tests)."""
+    return Counter({term: int(df) for term, df in conn.execute("SELECT term, df FROM term_stats")})

@@ -1,0 +1,23 @@
+"""Read-only consistency queries for `tansaku doctor` on PostgreSQL (store/health.py's role)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def keyword_totals_drift(conn: Any) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((documents, tokens) kept by update, (documents, tokens) counted now)."""
+    kept = conn.execute("SELECT docs, tokens FROM keyword_totals").fetchone()
+    counted = conn.execute("SELECT count(*), coalesce(sum(fts_tokens), 0) FROM documents").fetchone()
+    return (int(kept[0]), int(kept[1])), (int(counted[0]), int(counted[1]))
+
+
+def term_stats_drift(conn: Any, limit: int = 5) -> tuple[int, list[str]]:
+    """How many terms' kept document frequency differs from a count of their postings, and the
+    first few of them (a full pass over ``postings``: doctor --deep only)."""
+    rows = conn.execute(
+        "WITH counted AS (SELECT term, count(DISTINCT doc_id) AS df FROM postings GROUP BY term)"
+        " SELECT coalesce(c.term, s.term) FROM counted AS c FULL JOIN term_stats AS s ON s.term = c.term"
+        " WHERE c.df IS DISTINCT FROM s.df ORDER BY 1"
+    ).fetchall()
+    return len(rows), [row[0] for row in rows[:limit]]

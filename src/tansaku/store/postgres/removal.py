@@ -1,0 +1,19 @@
+"""Removing a whole collection from a PostgreSQL index (store/removal.py's function)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import documents
+from .chunks import prune_chunks
+
+
+def delete_collection(conn: Any, collection: str) -> int:
+    """Delete every row of ``collection``; how many documents went (no sessions or vectors here)."""
+    ids = documents.document_ids_in(conn, collection)
+    for doc_id in ids:
+        documents.delete_document(conn, doc_id)
+    documents.forget_collection_state(conn, collection)
+    documents.prune_content(conn)
+    prune_chunks(conn)
+    return len(ids)
