@@ -291,3 +291,13 @@ def test_a_document_over_its_size_limit_is_skipped(
         "guide.pdf": f"too-large ({(docs / 'guide.pdf').stat().st_size} bytes > limit 20000 for pdf files)"
     }
     assert sorted(report["added"]) == ["guide.docx", "guide.epub"]
+
+
+def test_a_text_file_with_a_documents_bytes_keeps_its_own_text(cli: Cli, docs: Path) -> None:
+    """page.html and a byte-for-byte copy named page.txt: one is extracted, the other is text."""
+    shutil.copy(docs / "page.html", docs / "page.txt")
+    add(cli, docs, mask="page.*")
+    html = cli("get", "docs/page.html", "--json").json()
+    text = cli("get", "docs/page.txt", "--json").json()
+    assert "<main>" in text["lines"] and "<main>" not in html["lines"]
+    assert html["docid"] != text["docid"]

@@ -224,11 +224,12 @@ CREATE INDEX transcript_turns_doc ON transcript_turns (doc_id, seq);
 CREATE VIRTUAL TABLE turns_fts USING fts5(text, tokenize = '{FTS_TOKENIZER}', content = '')
 """
 
-# Text extracted from PDF, HTML, Word and EPUB files (issue 27), cached by the file's content hash
-# and the extractor's version, so an unchanged file is never extracted twice, even after it left
-# the index for a while (moved out and back, a collection removed and added again, a new indexer
-# version). A failure is cached too (text NULL, failure = its reason), so a bad file costs one
-# try. Derived data: any row may be deleted. ``seen_at`` ages out rows no document uses.
+# Text extracted from PDF, HTML, Word and EPUB files (issue 27), cached by the document's content
+# hash (of the file's bytes and the extractor's name) and the extractor's version, so an
+# unchanged file is never extracted twice, even after it left the index for a while (moved out
+# and back, a collection removed and added again, a new indexer version). A failure is cached too
+# (text NULL, failure = its reason), so a bad file costs one try. Derived data: any row may be
+# deleted. ``seen_at`` ages out rows no document uses.
 _V7 = """
 CREATE TABLE extractions (
     hash TEXT NOT NULL,
