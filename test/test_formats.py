@@ -99,6 +99,17 @@ def test_pdf_past_the_page_limit_is_cut_and_says_so() -> None:
     assert got.notices == ("indexed the first 2 of 3 pages (the page limit per PDF)",)
 
 
+def test_pdf_past_the_time_limit_is_cut_and_says_so() -> None:
+    pytest.importorskip("pypdfium2")
+    from tansaku.sources.formats import pdf
+
+    got = pdf.extract(read("guide.pdf"), max_seconds=1e-9)
+    assert len(got.pages) == 1 and "Anemones" in got.text and "Crabs" not in got.text
+    assert got.notices == (
+        "indexed the first 1 of 3 pages: reading stopped after 1e-09 s (the time limit per PDF)",
+    )
+
+
 def test_text_past_the_size_limit_is_cut_at_a_line() -> None:
     got = extract("docx", read("guide.docx"), 200)
     assert len(got.text) <= 200 and got.text.endswith("\n")

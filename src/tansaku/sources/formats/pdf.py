@@ -48,7 +48,11 @@ def extract(raw: bytes, max_pages: int | None = None, max_seconds: float | None 
             ) from exc
         raise ExtractionFailed("corrupt", f"PDFium cannot open it: {exc}") from exc
     try:
-        return _read(document, max_pages or MAX_PDF_PAGES, max_seconds or MAX_PDF_SECONDS)
+        return _read(
+            document,
+            MAX_PDF_PAGES if max_pages is None else max_pages,
+            MAX_PDF_SECONDS if max_seconds is None else max_seconds,
+        )
     finally:
         document.close()
 
@@ -62,10 +66,10 @@ def _read(document: object, max_pages: int, max_seconds: float) -> Extracted:
         if index >= max_pages:
             notices.append(f"indexed the first {max_pages} of {total} pages (the page limit per PDF)")
             break
-        if time.monotonic() - started > max_seconds:
+        if index and time.monotonic() - started > max_seconds:  # the first page is always read
             notices.append(
                 f"indexed the first {index} of {total} pages: reading stopped after"
-                f" {max_seconds:.0f} s (the time limit per PDF)"
+                f" {max_seconds:g} s (the time limit per PDF)"
             )
             break
         page = document[index]  # type: ignore[index]
