@@ -22,7 +22,7 @@ def read(name: str) -> bytes:
     return (FIXTURES / name).read_bytes()
 
 
-@pytest.mark.parametrize("name", ["guide.docx", "guide.epub"])
+@pytest.mark.parametrize("name", ["guide.docx", "guide.epub", "guide-epub2.epub"])
 def test_word_and_epub_keep_text_headings_and_title(name: str) -> None:
     got = extract(formats.format_of(name) or "", read(name), 1_000_000)
     assert got.title == TITLE
