@@ -184,3 +184,34 @@ def test_deeply_nested_html_costs_no_recursion() -> None:
 def test_an_unclosed_script_or_nav_leaves_the_rest_out_not_the_update() -> None:
     got = extract("html", b"<h1>Top</h1><p>kept</p><nav><p>menu", 1_000_000)
     assert got.text == "# Top\n\nkept\n" and got.title == "Top"
+
+
+HTML_CASES = [
+    read("page.html").replace(b"<main>", b"<div>").replace(b"</main>", b"</div>"),
+    b"<h1>Top</h1><p>kept</p><nav><p>menu",
+    b"<ul><li>one<li>two</ul><p>a<p>b<table><tr><td>x<td>y</table>",
+    "<div>" * 2000 + "<h2>Deep</h2>" + "</div>" * 2000,
+]
+
+
+@pytest.mark.parametrize("page", HTML_CASES, ids=["page", "unclosed-nav", "implied-ends", "nested"])
+def test_both_html_parsers_give_the_same_text(page: bytes | str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lexbor (the docs extra) when installed, the standard library's parser without it."""
+    pytest.importorskip("selectolax")
+    from tansaku.sources.formats import html
+
+    raw = page.encode() if isinstance(page, str) else page
+    with_lexbor = extract("html", raw, 1_000_000)
+    monkeypatch.setitem(sys.modules, "selectolax.lexbor", None)  # as if the extra were missing
+    without = extract("html", raw, 1_000_000)
+    assert with_lexbor == without
+    assert html.to_markdown(html.decode(raw)) == with_lexbor  # (no <main> in these pages)
+
+
+def test_a_page_nested_too_deep_for_lexbor_goes_to_the_standard_parser() -> None:
+    from tansaku.sources.formats import html
+
+    deep = "<div>" * 5000 + "<p>x</p>" + "</div>" * 5000
+    assert html.nesting_depth(deep, html.MAX_TREE_DEPTH) == html.MAX_TREE_DEPTH
+    assert html.nesting_depth(read("page.html").decode(), html.MAX_TREE_DEPTH) < 10
+    assert html.nesting_depth("<p>a<br><img src=x><hr></p>", 50) == 1  # void elements do not nest
