@@ -15,8 +15,9 @@ Not a test (CI does not run it). The documents are real and made here from regis
 Speed: each format in its own process (so peak memory is that format's), every file read into
 memory first, then ``tansaku.sources.formats.extract`` timed over all of them: files/s, MB/s, and
 the peak resident memory of the process beside that of the same process before extracting.
-For HTML, ``markdownify`` (with BeautifulSoup) is timed on the same pages when it is installed,
-as the alternative the extractor was chosen against; for PDF, ``pypdf`` likewise.
+For HTML, the standard library's parser (what HTML falls back to without lexbor) and
+``markdownify`` (with BeautifulSoup, when installed) are timed on the same pages, as the
+alternatives; for PDF, ``pypdf`` likewise.
 
 Ranking: the queries of ``evals/sets/python-docs-v1.jsonl`` over three collections of the same
 documents (the PDFs, their HTML pages, their reST sources as text), each query's judged paths
@@ -143,6 +144,12 @@ def _extractor(fmt: str, library: str):  # type: ignore[no-untyped-def]
         from tansaku.sources.formats import extract
 
         return lambda data: len(extract(fmt, data, 1 << 30).text)
+    if library == "stdlib":  # the HTML path without lexbor
+        from tansaku.sources.formats import html
+
+        return lambda data: len(
+            html.to_markdown(html.decode(data), html._MAIN.search(data) is not None, tree=False).text
+        )
     if library == "markdownify":
         from markdownify import markdownify
 
@@ -231,6 +238,8 @@ def main() -> None:
     parser.add_argument("--pdfs", type=int, default=200, help="PDFs to print and measure (default 200)")
     parser.add_argument("--office", type=int, default=100, help="DOCX and EPUB files to make (default 100)")
     parser.add_argument("--skip-mrr", action="store_true", help="measure speed only")
+    parser.add_argument("--only", action="append", default=[], metavar="RUN", help="only these speed runs"
+                        " (FORMAT or FORMAT:LIBRARY, e.g. html or html:stdlib; repeatable)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
@@ -245,10 +254,12 @@ def main() -> None:
 
     figures: dict = {"load": os.getloadavg(), "speed": [], "mrr": None}
     runs = [
-        ("html", html_root, "tansaku"), ("html", html_root, "markdownify"),
+        ("html", html_root, "tansaku"), ("html", html_root, "stdlib"), ("html", html_root, "markdownify"),
         ("pdf", work / "pdf", "tansaku"), ("pdf", work / "pdf", "pypdf"),
         ("docx", work / "docx", "tansaku"), ("epub", work / "epub", "tansaku"),
     ]  # fmt: skip
+    if args.only:
+        runs = [r for r in runs if r[0] in args.only or f"{r[0]}:{r[2]}" in args.only]
     for fmt, folder, library in runs:
         got = speed(fmt, folder, library)
         if got is not None:
