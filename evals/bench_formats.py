@@ -68,7 +68,7 @@ def choose(html_root: Path, count: int) -> list[str]:
     return (judged + others[::step][:need])[:count] if count >= len(judged) else judged[:count]
 
 
-def print_pdfs(html_root: Path, pages: list[str], out: Path) -> None:
+def print_pdfs(html_root: Path, pages: list[str], out: Path, outline: bool = False) -> None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         raise SystemExit("the PDFs are printed by headless Chromium: apt-get install chromium")
@@ -79,6 +79,7 @@ def print_pdfs(html_root: Path, pages: list[str], out: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
+             *(["--generate-pdf-document-outline"] if outline else []),
              f"--print-to-pdf={target}", (html_root / page).as_uri()],
             capture_output=True, timeout=180, check=False,
         )  # fmt: skip
@@ -240,6 +241,11 @@ def main() -> None:
     parser.add_argument("--skip-mrr", action="store_true", help="measure speed only")
     parser.add_argument("--only", action="append", default=[], metavar="RUN", help="only these speed runs"
                         " (FORMAT or FORMAT:LIBRARY, e.g. html or html:stdlib; repeatable)")  # fmt: skip
+    parser.add_argument(
+        "--outline",
+        action="store_true",
+        help="print the PDFs with Chromium's document outline (bookmarks: headings) into formats/pdf-outline",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
@@ -247,15 +253,16 @@ def main() -> None:
     rst_root = fetch_corpora.ensure_corpus("python-docs", args.cache)
     work = args.cache / "formats"
     pages = choose(html_root, args.pdfs)
-    print(f"printing {len(pages)} PDFs (cached in {work / 'pdf'}) ...", file=sys.stderr)
-    print_pdfs(html_root, pages, work / "pdf")
+    pdf_dir = work / ("pdf-outline" if args.outline else "pdf")
+    print(f"printing {len(pages)} PDFs (cached in {pdf_dir}) ...", file=sys.stderr)
+    print_pdfs(html_root, pages, pdf_dir, args.outline)
     for fmt in ("docx", "epub"):
         convert_office(rst_root, pages[: args.office], work / fmt, fmt)
 
     figures: dict = {"load": os.getloadavg(), "speed": [], "mrr": None}
     runs = [
         ("html", html_root, "tansaku"), ("html", html_root, "stdlib"), ("html", html_root, "markdownify"),
-        ("pdf", work / "pdf", "tansaku"), ("pdf", work / "pdf", "pypdf"),
+        ("pdf", pdf_dir, "tansaku"), ("pdf", pdf_dir, "pypdf"),
         ("docx", work / "docx", "tansaku"), ("epub", work / "epub", "tansaku"),
     ]  # fmt: skip
     if args.only:
@@ -279,7 +286,7 @@ def main() -> None:
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(src, dest)
         figures["mrr"] = mrr(
-            {"pdf": (work / "pdf", ".pdf"), "html": (html_copy, ".html"), "text": (text_copy, ".rst.txt")},
+            {"pdf": (pdf_dir, ".pdf"), "html": (html_copy, ".html"), "text": (text_copy, ".rst.txt")},
             pages,
         )
         for name, got in figures["mrr"].items():
