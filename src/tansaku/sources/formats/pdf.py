@@ -27,8 +27,8 @@ _EXCESS_BLANKS = re.compile(r"\n{3,}")
 MAX_TITLE_CHARS = 120
 MAX_HEADING_DEPTH = 6
 MAX_BOOKMARKS = 10_000
-# PDFium's FPDF_GetLastError codes, as pypdfium2 words them.
-_PASSWORD_ERROR = "password"
+# PDFium's FPDF_ERR_PASSWORD (FPDF_GetLastError): the document needs a password to open.
+_PASSWORD_ERROR = 4
 
 
 def extract(raw: bytes, max_pages: int | None = None, max_seconds: float | None = None) -> Extracted:
@@ -42,7 +42,7 @@ def extract(raw: bytes, max_pages: int | None = None, max_seconds: float | None 
     try:
         document = pdfium.PdfDocument(raw)
     except pdfium.PdfiumError as exc:
-        if _PASSWORD_ERROR in str(exc).lower():
+        if getattr(exc, "err_code", None) == _PASSWORD_ERROR:
             raise ExtractionFailed(
                 "encrypted", "the PDF needs a password to open; tansaku does not ask for one"
             ) from exc
