@@ -4,6 +4,7 @@ reason."""
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -81,6 +82,16 @@ def test_pdf_text_pages_headings_and_title() -> None:
     ]
     assert "velvet swimming crab 8 cm" in got.text
     assert got.notices == ()
+
+
+def test_pdf_without_a_title_property_is_titled_by_its_first_line() -> None:
+    pdfium = pytest.importorskip("pypdfium2")
+    copy = pdfium.PdfDocument.new()  # the guide's pages without its properties or outline
+    copy.import_pages(pdfium.PdfDocument(read("guide.pdf")))
+    out = io.BytesIO()
+    copy.save(out)
+    got = extract("pdf", out.getvalue(), 1_000_000)
+    assert got.title == TITLE and not got.text.startswith("#")
 
 
 def test_pdf_with_only_an_owner_password_is_read() -> None:

@@ -8,7 +8,7 @@ Pages are separated by a blank line and ``Extracted.pages`` holds the first line
 hit can say its page. A PDF holds positioned text, not structure; its headings come from its
 outline (bookmarks), when it has one: a bookmark's title found as a line of the page it points
 to becomes a ``#`` line of the bookmark's depth. Its title is the document's Title property,
-else its first heading, else its first line when that is short.
+else its first line when that is short, else its first bookmark.
 Reading stops after ``MAX_PDF_PAGES`` pages or ``MAX_PDF_SECONDS`` seconds, and says so.
 """
 
@@ -96,7 +96,9 @@ def _read(document: object, max_pages: int, max_seconds: float) -> Extracted:
             texts[index] = _mark_headings(texts[index], marks)
     text, pages = _join(texts)
     first = next((title for index in sorted(headings) for _, title in headings[index][:1]), "")
-    title = _metadata_title(document) or first or _first_line(text)
+    # The first line names a manual or a paper more often than its first bookmark does
+    # ("Libtasn1" rather than "1 Introduction").
+    title = _metadata_title(document) or _first_line(text) or first
     return Extracted(text=text, title=title, pages=pages, notices=tuple(notices))
 
 
@@ -160,7 +162,7 @@ def _metadata_title(document: object) -> str:
 
 def _first_line(text: str) -> str:
     for line in text.splitlines():
-        line = line.strip()
+        line = line.lstrip("#").strip()
         if line:
             return line if len(line) <= MAX_TITLE_CHARS else ""
     return ""
