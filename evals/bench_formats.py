@@ -15,8 +15,9 @@ Not a test (CI does not run it). The documents are real and made here from regis
 Speed: each format in its own process (so peak memory is that format's), every file read into
 memory first, then ``tansaku.sources.formats.extract`` timed over all of them: files/s, MB/s, and
 the peak resident memory of the process beside that of the same process before extracting.
-For HTML, ``markdownify`` (with BeautifulSoup) is timed on the same pages when it is installed,
-as the alternative the extractor was chosen against; for PDF, ``pypdf`` likewise.
+For HTML, the standard library's parser (what HTML falls back to without lexbor) and
+``markdownify`` (with BeautifulSoup, when installed) are timed on the same pages, as the
+alternatives; for PDF, ``pypdf`` likewise.
 
 Ranking: the queries of ``evals/sets/python-docs-v1.jsonl`` over three collections of the same
 documents (the PDFs, their HTML pages, their reST sources as text), each query's judged paths
@@ -67,7 +68,7 @@ def choose(html_root: Path, count: int) -> list[str]:
     return (judged + others[::step][:need])[:count] if count >= len(judged) else judged[:count]
 
 
-def print_pdfs(html_root: Path, pages: list[str], out: Path) -> None:
+def print_pdfs(html_root: Path, pages: list[str], out: Path, outline: bool = False) -> None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         raise SystemExit("the PDFs are printed by headless Chromium: apt-get install chromium")
@@ -78,6 +79,7 @@ def print_pdfs(html_root: Path, pages: list[str], out: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
+             *(["--generate-pdf-document-outline"] if outline else []),
              f"--print-to-pdf={target}", (html_root / page).as_uri()],
             capture_output=True, timeout=180, check=False,
         )  # fmt: skip
@@ -143,6 +145,12 @@ def _extractor(fmt: str, library: str):  # type: ignore[no-untyped-def]
         from tansaku.sources.formats import extract
 
         return lambda data: len(extract(fmt, data, 1 << 30).text)
+    if library == "stdlib":  # the HTML path without lexbor
+        from tansaku.sources.formats import html
+
+        return lambda data: len(
+            html.to_markdown(html.decode(data), html._MAIN.search(data) is not None, tree=False).text
+        )
     if library == "markdownify":
         from markdownify import markdownify
 
@@ -231,6 +239,13 @@ def main() -> None:
     parser.add_argument("--pdfs", type=int, default=200, help="PDFs to print and measure (default 200)")
     parser.add_argument("--office", type=int, default=100, help="DOCX and EPUB files to make (default 100)")
     parser.add_argument("--skip-mrr", action="store_true", help="measure speed only")
+    parser.add_argument("--only", action="append", default=[], metavar="RUN", help="only these speed runs"
+                        " (FORMAT or FORMAT:LIBRARY, e.g. html or html:stdlib; repeatable)")  # fmt: skip
+    parser.add_argument(
+        "--outline",
+        action="store_true",
+        help="print the PDFs with Chromium's document outline (bookmarks: headings) into formats/pdf-outline",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
@@ -238,17 +253,20 @@ def main() -> None:
     rst_root = fetch_corpora.ensure_corpus("python-docs", args.cache)
     work = args.cache / "formats"
     pages = choose(html_root, args.pdfs)
-    print(f"printing {len(pages)} PDFs (cached in {work / 'pdf'}) ...", file=sys.stderr)
-    print_pdfs(html_root, pages, work / "pdf")
+    pdf_dir = work / ("pdf-outline" if args.outline else "pdf")
+    print(f"printing {len(pages)} PDFs (cached in {pdf_dir}) ...", file=sys.stderr)
+    print_pdfs(html_root, pages, pdf_dir, args.outline)
     for fmt in ("docx", "epub"):
         convert_office(rst_root, pages[: args.office], work / fmt, fmt)
 
     figures: dict = {"load": os.getloadavg(), "speed": [], "mrr": None}
     runs = [
-        ("html", html_root, "tansaku"), ("html", html_root, "markdownify"),
-        ("pdf", work / "pdf", "tansaku"), ("pdf", work / "pdf", "pypdf"),
+        ("html", html_root, "tansaku"), ("html", html_root, "stdlib"), ("html", html_root, "markdownify"),
+        ("pdf", pdf_dir, "tansaku"), ("pdf", pdf_dir, "pypdf"),
         ("docx", work / "docx", "tansaku"), ("epub", work / "epub", "tansaku"),
     ]  # fmt: skip
+    if args.only:
+        runs = [r for r in runs if r[0] in args.only or f"{r[0]}:{r[2]}" in args.only]
     for fmt, folder, library in runs:
         got = speed(fmt, folder, library)
         if got is not None:
@@ -268,7 +286,7 @@ def main() -> None:
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(src, dest)
         figures["mrr"] = mrr(
-            {"pdf": (work / "pdf", ".pdf"), "html": (html_copy, ".html"), "text": (text_copy, ".rst.txt")},
+            {"pdf": (pdf_dir, ".pdf"), "html": (html_copy, ".html"), "text": (text_copy, ".rst.txt")},
             pages,
         )
         for name, got in figures["mrr"].items():

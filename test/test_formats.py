@@ -4,6 +4,7 @@ reason."""
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -22,7 +23,7 @@ def read(name: str) -> bytes:
     return (FIXTURES / name).read_bytes()
 
 
-@pytest.mark.parametrize("name", ["guide.docx", "guide.epub"])
+@pytest.mark.parametrize("name", ["guide.docx", "guide.epub", "guide-epub2.epub"])
 def test_word_and_epub_keep_text_headings_and_title(name: str) -> None:
     got = extract(formats.format_of(name) or "", read(name), 1_000_000)
     assert got.title == TITLE
@@ -83,6 +84,16 @@ def test_pdf_text_pages_headings_and_title() -> None:
     assert got.notices == ()
 
 
+def test_pdf_without_a_title_property_is_titled_by_its_first_line() -> None:
+    pdfium = pytest.importorskip("pypdfium2")
+    copy = pdfium.PdfDocument.new()  # the guide's pages without its properties or outline
+    copy.import_pages(pdfium.PdfDocument(read("guide.pdf")))
+    out = io.BytesIO()
+    copy.save(out)
+    got = extract("pdf", out.getvalue(), 1_000_000)
+    assert got.title == TITLE and not got.text.startswith("#")
+
+
 def test_pdf_with_only_an_owner_password_is_read() -> None:
     pytest.importorskip("pypdfium2")
     got = extract("pdf", read("owner-password.pdf"), 1_000_000)
@@ -97,6 +108,17 @@ def test_pdf_past_the_page_limit_is_cut_and_says_so() -> None:
     assert len(got.pages) == 2
     assert "Safety" not in got.text and "# Crabs" in got.text
     assert got.notices == ("indexed the first 2 of 3 pages (the page limit per PDF)",)
+
+
+def test_pdf_past_the_time_limit_is_cut_and_says_so() -> None:
+    pytest.importorskip("pypdfium2")
+    from tansaku.sources.formats import pdf
+
+    got = pdf.extract(read("guide.pdf"), max_seconds=1e-9)
+    assert len(got.pages) == 1 and "Anemones" in got.text and "Crabs" not in got.text
+    assert got.notices == (
+        "indexed the first 1 of 3 pages: reading stopped after 1e-09 s (the time limit per PDF)",
+    )
 
 
 def test_text_past_the_size_limit_is_cut_at_a_line() -> None:
@@ -173,3 +195,34 @@ def test_deeply_nested_html_costs_no_recursion() -> None:
 def test_an_unclosed_script_or_nav_leaves_the_rest_out_not_the_update() -> None:
     got = extract("html", b"<h1>Top</h1><p>kept</p><nav><p>menu", 1_000_000)
     assert got.text == "# Top\n\nkept\n" and got.title == "Top"
+
+
+HTML_CASES = [
+    read("page.html").replace(b"<main>", b"<div>").replace(b"</main>", b"</div>"),
+    b"<h1>Top</h1><p>kept</p><nav><p>menu",
+    b"<ul><li>one<li>two</ul><p>a<p>b<table><tr><td>x<td>y</table>",
+    "<div>" * 2000 + "<h2>Deep</h2>" + "</div>" * 2000,
+]
+
+
+@pytest.mark.parametrize("page", HTML_CASES, ids=["page", "unclosed-nav", "implied-ends", "nested"])
+def test_both_html_parsers_give_the_same_text(page: bytes | str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lexbor (the docs extra) when installed, the standard library's parser without it."""
+    pytest.importorskip("selectolax")
+    from tansaku.sources.formats import html
+
+    raw = page.encode() if isinstance(page, str) else page
+    with_lexbor = extract("html", raw, 1_000_000)
+    monkeypatch.setitem(sys.modules, "selectolax.lexbor", None)  # as if the extra were missing
+    without = extract("html", raw, 1_000_000)
+    assert with_lexbor == without
+    assert html.to_markdown(html.decode(raw)) == with_lexbor  # (no <main> in these pages)
+
+
+def test_a_page_nested_too_deep_for_lexbor_goes_to_the_standard_parser() -> None:
+    from tansaku.sources.formats import html
+
+    deep = "<div>" * 5000 + "<p>x</p>" + "</div>" * 5000
+    assert html.nesting_depth(deep, html.MAX_TREE_DEPTH) == html.MAX_TREE_DEPTH
+    assert html.nesting_depth(read("page.html").decode(), html.MAX_TREE_DEPTH) < 10
+    assert html.nesting_depth("<p>a<br><img src=x><hr></p>", 50) == 1  # void elements do not nest

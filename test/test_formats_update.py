@@ -291,3 +291,41 @@ def test_a_document_over_its_size_limit_is_skipped(
         "guide.pdf": f"too-large ({(docs / 'guide.pdf').stat().st_size} bytes > limit 20000 for pdf files)"
     }
     assert sorted(report["added"]) == ["guide.docx", "guide.epub"]
+
+
+def test_a_text_file_with_a_documents_bytes_keeps_its_own_text(cli: Cli, docs: Path) -> None:
+    """page.html and a byte-for-byte copy named page.txt: one is extracted, the other is text."""
+    shutil.copy(docs / "page.html", docs / "page.txt")
+    add(cli, docs, mask="page.*")
+    html = cli("get", "docs/page.html", "--json").json()
+    text = cli("get", "docs/page.txt", "--json").json()
+    assert "<main>" in text["lines"] and "<main>" not in html["lines"]
+    assert html["docid"] != text["docid"]
+
+
+def test_a_2100_page_pdf_is_indexed_up_to_the_page_limit(cli: Cli, tmp_path: Path) -> None:
+    """A real 2,100-page PDF (the guide's pages, imported 700 times by PDFium): its first 2,000
+    pages are indexed, and the summary says so."""
+    import pypdfium2 as pdfium
+
+    folder = tmp_path / "big"
+    folder.mkdir()
+    guide = pdfium.PdfDocument(str(FIXTURES / "guide.pdf"))
+    big = pdfium.PdfDocument.new()
+    for _ in range(700):
+        big.import_pages(guide)
+    big.save(str(folder / "big.pdf"))
+    result = cli("collection", "add", str(folder), "--name", "docs", "--formats", "pdf", "--json")
+    assert result.exit_code == 0, result.stderr
+    [report] = result.json()["collections"]
+    assert report["added"] == ["big.pdf"]
+    assert report["warnings"] == [
+        {
+            "code": "PARTIAL_DOCUMENT",
+            "message": "big.pdf: indexed the first 2000 of 2100 pages (the page limit per PDF)",
+        }
+    ]
+    past = cli("get", "docs/big.pdf:page=2001", "--json")
+    assert past.error()["message"] == "tansaku://docs/big.pdf has 2000 pages: there is no page 2001"
+    # Page 2,000 is the guide's second page; imported pages come without the outline (no "#").
+    assert cli("get", "docs/big.pdf:page=2000", "--json").json()["lines"][0] == "Crabs"

@@ -37,6 +37,9 @@ NOT_FOR_SEARCH = {
     "tansaku.config.masks",
     "tansaku.index.progress",
     "argcomplete",  # only when a shell asks for completions
+    "tansaku.sources.formats",  # reading PDF, HTML, Word, EPUB files: updates only
+    "tansaku.store.extractions",  # a hit's PDF page: only when a result is a PDF
+    "pypdfium2",
 }
 
 PROBE = """

@@ -46,10 +46,10 @@ def read_formatted(
         return SkippedFile(item.rel_path, f"unreadable ({exc.strerror or exc})")
     if len(raw) > limit:
         return SkippedFile(item.rel_path, f"too-large (over limit {limit} for {fmt} files)")
-    digest = content_hash(raw)
+    extractor = formats.extractor_id(fmt)
+    digest = document_hash(extractor, raw)
     if digest == known_hash:
         return ReadDocument(item.rel_path, digest, "", "", len(raw), False)
-    extractor = formats.extractor_id(fmt)
     found = cache.get(conn, digest, extractor)
     if found is not None:
         log.seen.append((digest, extractor))
@@ -72,6 +72,13 @@ def read_formatted(
         pages=found.pages,
         notices=found.notices,
     )
+
+
+def document_hash(extractor: str, raw: bytes) -> str:
+    """The document's content hash (its docid): the bytes' SHA-256 with the extractor that reads
+    them, so a text file with the same bytes, or the same file read by another extractor version,
+    never shares its stored text."""
+    return content_hash(extractor.encode("ascii") + b"\0" + raw)
 
 
 def _extract(

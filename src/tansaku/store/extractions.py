@@ -1,6 +1,7 @@
 """SQL for the cache of text extracted from PDF, HTML, Word and EPUB files (``extractions``).
 
-A row is keyed by the file's content hash and the extractor that read it (format and version):
+A row is keyed by the document's content hash (the file's bytes with the extractor's name,
+``index/extracting.py``) and the extractor that read it (format and version):
 an unchanged file is read from here, never extracted again. A failed extraction is a row too,
 with ``failure`` set and no body, so a bad file is tried once per extractor version.
 """

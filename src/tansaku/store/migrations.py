@@ -251,11 +251,12 @@ CREATE INDEX document_fields_day ON document_fields (name, day) WHERE day IS NOT
 CREATE INDEX document_fields_number ON document_fields (name, number) WHERE number IS NOT NULL
 """
 
-# Text extracted from PDF, HTML, Word and EPUB files (issue 27), cached by the file's content hash
-# and the extractor's version, so an unchanged file is never extracted twice, even after it left
-# the index for a while (moved out and back, a collection removed and added again, a new indexer
-# version). A failure is cached too (text NULL, failure = its reason), so a bad file costs one
-# try. Derived data: any row may be deleted. ``seen_at`` ages out rows no document uses.
+# Text extracted from PDF, HTML, Word and EPUB files (issue 27), cached by the document's content
+# hash (of the file's bytes and the extractor's name) and the extractor's version, so an
+# unchanged file is never extracted twice, even after it left the index for a while (moved out
+# and back, a collection removed and added again, a new indexer version). A failure is cached too
+# (text NULL, failure = its reason), so a bad file costs one try. Derived data: any row may be
+# deleted. ``seen_at`` ages out rows no document uses.
 _V8 = """
 CREATE TABLE extractions (
     hash TEXT NOT NULL,

@@ -42,7 +42,8 @@ MASKS = {
     "epub": ("**/*.epub",),
 }
 # A format's extractor version: bump it when the same bytes would give a different text, so
-# cached extractions made by the older one are not used.
+# cached extractions made by the older one are not used; bump sources/reader.py's
+# INDEXER_VERSION with it, so that files unchanged on disk are read again.
 VERSIONS = {"pdf": 1, "html": 1, "docx": 1, "epub": 1}
 _MODULES = {
     "pdf": "tansaku.sources.formats.pdf",

@@ -8,7 +8,7 @@ Pages are separated by a blank line and ``Extracted.pages`` holds the first line
 hit can say its page. A PDF holds positioned text, not structure; its headings come from its
 outline (bookmarks), when it has one: a bookmark's title found as a line of the page it points
 to becomes a ``#`` line of the bookmark's depth. Its title is the document's Title property,
-else its first heading, else its first line when that is short.
+else its first line when that is short, else its first bookmark.
 Reading stops after ``MAX_PDF_PAGES`` pages or ``MAX_PDF_SECONDS`` seconds, and says so.
 """
 
@@ -27,8 +27,8 @@ _EXCESS_BLANKS = re.compile(r"\n{3,}")
 MAX_TITLE_CHARS = 120
 MAX_HEADING_DEPTH = 6
 MAX_BOOKMARKS = 10_000
-# PDFium's FPDF_GetLastError codes, as pypdfium2 words them.
-_PASSWORD_ERROR = "password"
+# PDFium's FPDF_ERR_PASSWORD (FPDF_GetLastError): the document needs a password to open.
+_PASSWORD_ERROR = 4
 
 
 def extract(raw: bytes, max_pages: int | None = None, max_seconds: float | None = None) -> Extracted:
@@ -42,13 +42,17 @@ def extract(raw: bytes, max_pages: int | None = None, max_seconds: float | None 
     try:
         document = pdfium.PdfDocument(raw)
     except pdfium.PdfiumError as exc:
-        if _PASSWORD_ERROR in str(exc).lower():
+        if getattr(exc, "err_code", None) == _PASSWORD_ERROR:
             raise ExtractionFailed(
                 "encrypted", "the PDF needs a password to open; tansaku does not ask for one"
             ) from exc
         raise ExtractionFailed("corrupt", f"PDFium cannot open it: {exc}") from exc
     try:
-        return _read(document, max_pages or MAX_PDF_PAGES, max_seconds or MAX_PDF_SECONDS)
+        return _read(
+            document,
+            MAX_PDF_PAGES if max_pages is None else max_pages,
+            MAX_PDF_SECONDS if max_seconds is None else max_seconds,
+        )
     finally:
         document.close()
 
@@ -62,10 +66,10 @@ def _read(document: object, max_pages: int, max_seconds: float) -> Extracted:
         if index >= max_pages:
             notices.append(f"indexed the first {max_pages} of {total} pages (the page limit per PDF)")
             break
-        if time.monotonic() - started > max_seconds:
+        if index and time.monotonic() - started > max_seconds:  # the first page is always read
             notices.append(
                 f"indexed the first {index} of {total} pages: reading stopped after"
-                f" {max_seconds:.0f} s (the time limit per PDF)"
+                f" {max_seconds:g} s (the time limit per PDF)"
             )
             break
         page = document[index]  # type: ignore[index]
@@ -92,7 +96,9 @@ def _read(document: object, max_pages: int, max_seconds: float) -> Extracted:
             texts[index] = _mark_headings(texts[index], marks)
     text, pages = _join(texts)
     first = next((title for index in sorted(headings) for _, title in headings[index][:1]), "")
-    title = _metadata_title(document) or first or _first_line(text)
+    # The first line names a manual or a paper more often than its first bookmark does
+    # ("Libtasn1" rather than "1 Introduction").
+    title = _metadata_title(document) or _first_line(text) or first
     return Extracted(text=text, title=title, pages=pages, notices=tuple(notices))
 
 
@@ -156,7 +162,7 @@ def _metadata_title(document: object) -> str:
 
 def _first_line(text: str) -> str:
     for line in text.splitlines():
-        line = line.strip()
+        line = line.lstrip("#").strip()
         if line:
             return line if len(line) <= MAX_TITLE_CHARS else ""
     return ""
