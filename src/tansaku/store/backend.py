@@ -168,23 +168,26 @@ class _Routed:
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):
             raise AttributeError(attr)
-        sqlite_value = getattr(importlib.import_module(f"tansaku.store.{self._name}"), attr)
+        sqlite_module = importlib.import_module(f"tansaku.store.{self._name}")
+        sqlite_value = getattr(sqlite_module, attr)
         if isinstance(sqlite_value, types.FunctionType) or attr in _CONNECTION_CLASSES:
-            value: Any = _router(self._name, attr, sqlite_value)
+            value: Any = _router(self._name, attr, sqlite_module)
         else:
             value = sqlite_value
         setattr(self, attr, value)  # looked up once: later calls skip __getattr__
         return value
 
 
-def _router(module: str, attr: str, sqlite_impl: Callable[..., Any]) -> Callable[..., Any]:
+def _router(module: str, attr: str, sqlite_module: types.ModuleType) -> Callable[..., Any]:
+    # The SQLite function is looked up on its module at each call, not kept: what the module holds
+    # is what runs (a test that wraps store.documents.list_documents sees every call).
     def route(conn: Any, *args: Any, **kwargs: Any) -> Any:
         if backend_of(conn) == POSTGRES:
             return _postgres_impl(module, attr)(conn, *args, **kwargs)
-        return sqlite_impl(conn, *args, **kwargs)
+        return getattr(sqlite_module, attr)(conn, *args, **kwargs)
 
     route.__name__ = attr
-    route.__doc__ = sqlite_impl.__doc__
+    route.__doc__ = getattr(sqlite_module, attr).__doc__
     return route
 
 

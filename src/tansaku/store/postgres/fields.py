@@ -7,30 +7,20 @@ and put into the FTS5 query; the PostgreSQL search needs its own (docs/backends.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..fields import FieldRow
 
-
-def put_fields(conn: Any, collection: str, texts: Mapping[str, Sequence[FieldRow]]) -> None:
-    """The fields of the documents of ``collection`` holding these texts, replacing older ones."""
-    hashes = list(texts)
-    if not hashes:
+def add_fields(conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Fields of new documents: (doc_id, *FieldRow) rows, in one COPY."""
+    if not rows:
         return
-    found = conn.execute(
-        "SELECT id, hash FROM documents WHERE collection = %s AND hash = ANY(%s)", (collection, hashes)
-    ).fetchall()
-    ids = [int(doc_id) for doc_id, _ in found]
-    conn.execute("DELETE FROM document_fields WHERE doc_id = ANY(%s)", (ids,))
-    rows = [(int(doc_id), *row) for doc_id, content_hash in found for row in texts[content_hash]]
-    if rows:
-        with conn.copy(
-            "COPY document_fields (doc_id, position, seq, name, many, kind, value, folded, number, day)"
-            " FROM STDIN"
-        ) as copy:
-            for row in rows:
-                copy.write_row(row)
+    with conn.copy(
+        "COPY document_fields (doc_id, position, seq, name, many, kind, value, folded, number, day)"
+        " FROM STDIN"
+    ) as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 def delete_fields(conn: Any, doc_id: int) -> None:
