@@ -12,7 +12,7 @@ from ..types import Notice
 
 if TYPE_CHECKING:
     from ..config.settings import Config
-    from ..types import CollectionInfo, StatusReport
+    from ..types import CollectionInfo, EmbedSpeed, StatusReport
 
 
 def collection_list(config: Config, config_path: Path, index_path: Path) -> list[CollectionInfo]:
@@ -65,14 +65,16 @@ def collection_infos(conn: db.Connection, config: Config, config_path: Path) -> 
     return infos
 
 
-def embed_status(config_path: Path, index_path: Path) -> tuple[str | None, int | None]:
-    """The configured embed model file if present, and the window the index last used with it."""
+def embed_status(config_path: Path, index_path: Path) -> tuple[str | None, int | None, EmbedSpeed | None]:
+    """The configured embed model file if present, the window the index last used with it, and
+    its speed as last measured by `embed` here. The file is never hashed: an index that does not
+    know this exact file (by size and time) has no speed for it."""
     from ..models.registry import resolve
 
     ref = resolve("embed", config_path)
     if not ref.present:
-        return None, None
-    window = None
+        return None, None, None
+    window = speed = None
     if index_path.exists():
         try:
             with db.reading(index_path) as conn:
@@ -80,9 +82,29 @@ def embed_status(config_path: Path, index_path: Path) -> tuple[str | None, int |
                     from ..store.vectors import model_window
 
                     window = model_window(conn, str(ref.local_path))
+                    speed = _known_speed(conn, ref.local_path)
         except TansakuError:
-            window = None
-    return str(ref.local_path), window
+            window = speed = None
+    return str(ref.local_path), window, speed
+
+
+def _known_speed(conn: db.Connection, path: Path) -> EmbedSpeed | None:
+    from ..index.embed_speed import known
+    from ..store.vectors import models
+
+    st = path.stat()
+    same_file = (str(path), st.st_size, st.st_mtime_ns)
+    for record in models(conn):
+        if (record.model_path, record.model_size, record.model_mtime_ns) == same_file:
+            return known(conn, record.model_sha256)
+    return None
+
+
+def _pending_seconds(infos: list[CollectionInfo], speed: EmbedSpeed | None) -> float | None:
+    """Seconds the chunks without a vector would take at the measured speed (0: none pending)."""
+    if speed is None:
+        return None
+    return speed.seconds_for(sum(info.unembedded for info in infos))
 
 
 def current_fingerprint(conn: db.Connection, config_path: Path) -> str | None:
@@ -121,7 +143,7 @@ def status_report(config: Config, config_path: Path, index_path: Path) -> Status
     exists = index_path.exists()
     warnings: list[Notice] = []
     schema: int | None = None
-    embed_path, embed_window = embed_status(config_path, index_path)
+    embed_path, embed_window, embed_speed = embed_status(config_path, index_path)
     threads = thread_status(config_path, warnings)
     infos: list[CollectionInfo] = [CollectionInfo(c, 0, None) for c in config.collection_list()]
     states: dict[str, str | None] = {}
@@ -173,4 +195,6 @@ def status_report(config: Config, config_path: Path, index_path: Path) -> Status
         embed_window=embed_window,
         model_threads=threads,
         settings=all_settings(config_path),
+        embed_speed=embed_speed,
+        embed_pending_seconds=_pending_seconds(infos, embed_speed),
     )
