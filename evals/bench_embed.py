@@ -1544,7 +1544,7 @@ def models_part(args: argparse.Namespace) -> int:
 
     if args.set is None or not args.set.is_dir():
         raise SystemExit("--models needs --set DIR: the files to embed")
-    facts = bf.machine_facts()
+    facts = bf.machine_facts(bf.find_entry_point())
     started = time.perf_counter()
     windows = [w.strip() for w in args.windows.split(",") if w.strip()]
     runs = bem.run(args.set.resolve(), args.set_mask, args.models, windows, args.qmd, args.node_bin)
