@@ -1433,7 +1433,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, dest="json_out", metavar="OUT", help="write the figures here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    models = parser.add_argument_group("time to useful vectors per model (--models: only this part runs)")
+    models.add_argument("--models", nargs="+", metavar="GGUF", help="embedding model files to compare")
+    models.add_argument("--set", type=Path, metavar="DIR", help="the files every model embeds")
+    models.add_argument("--set-mask", default="**/*.md", help="their mask (collection add --mask)")
+    models.add_argument(
+        "--windows", default="model", help="comma-separated window sizes in tokens, or 'model' (its own)"
+    )
+    models.add_argument(
+        "--qmd", type=Path, metavar="BIN", help="qmd's executable: its embed beside each model"
+    )
+    models.add_argument("--node-bin", type=Path, metavar="DIR", help="a folder with Node 22's node, for qmd")
     args = parser.parse_args(argv)
+    if args.models:
+        return models_part(args)
 
     wall_started = time.perf_counter()
     if args.corpus is None:
@@ -1522,6 +1535,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json_out.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"wrote {args.json_out}", file=sys.stderr)
     return 0 if not failed else 1
+
+
+def models_part(args: argparse.Namespace) -> int:
+    """Tokens/s, chunks/s, peak memory and the projected time for 10,000 chunks, per model and
+    window size (``bench_embed_models.py``); qmd beside each model with ``--qmd``."""
+    import bench_embed_models as bem
+
+    if args.set is None or not args.set.is_dir():
+        raise SystemExit("--models needs --set DIR: the files to embed")
+    facts = bf.machine_facts(bf.find_entry_point())
+    started = time.perf_counter()
+    windows = [w.strip() for w in args.windows.split(",") if w.strip()]
+    runs = bem.run(args.set.resolve(), args.set_mask, args.models, windows, args.qmd, args.node_bin)
+    print(f"machine: {facts}; load at the end: {loadavg()}; {time.perf_counter() - started:.0f} s in all")
+    print(bem.table(runs))
+    if args.json_out:
+        payload = {
+            "machine": facts,
+            "set": str(args.set),
+            "mask": args.set_mask,
+            "command": shlex.join([bf._shown_python(), *sys.argv]),
+            "runs": [bem.row(r) for r in runs],
+        }
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    return 0
 
 
 def phase_text(medians: dict[str, float], order: Sequence[str]) -> str:

@@ -22,6 +22,7 @@ from tansaku.types import (
     CollectionUpdate,
     Context,
     DocumentSlice,
+    EmbedSpeed,
     FileEntry,
     Hit,
     HookRun,
@@ -117,6 +118,17 @@ ADMIN = dict(
     update=UPDATE, dry_run=DRY, status=STATUS, collection_list=[INFO, WORK_INFO], collection_show=INFO
 )
 ADMIN |= dict(ls=FILES, context_list=list(STATUS.contexts), empty_list=[], message=MESSAGE, plain={"a": 1})
+# The configured model's speed as `embed` measured it here, and the wait it makes of 1,200 chunks.
+MEASURED = replace(
+    STATUS,
+    collections=(replace(INFO, chunks=1400, vectors=200, unembedded=1200), WORK_INFO),
+    embed_model="/models/embeddinggemma-300M-Q8_0.gguf",
+    embed_window=2046,
+    embed_speed=EmbedSpeed(0.46, 0.52, 204, 443.5, "2026-12-02T17:50:03Z"),
+    embed_pending_seconds=1200 / 0.46,
+)
+UNMEASURED = replace(STATUS, embed_model="/models/embeddinggemma-300M-Q8_0.gguf")
+ADMIN |= dict(status_measured=MEASURED, status_unmeasured=UNMEASURED)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -336,6 +336,20 @@ class FileEntry:
 
 
 @_deferred(frozen=True)
+class EmbedSpeed:
+    """One measured `embed` run: chunks that got new vectors per second of embedding."""
+
+    chunks_per_second: float
+    vectors_per_second: float  # windows: a chunk longer than the model's window has several
+    chunks: int  # chunks embedded in the measured run
+    seconds: float  # time spent embedding them (model load excluded)
+    measured_at: str  # ISO 8601 UTC, to the second
+
+    def seconds_for(self, chunks: int) -> float:
+        return chunks / self.chunks_per_second
+
+
+@_deferred(frozen=True)
 class StatusReport:
     index_path: str
     index_exists: bool
@@ -357,6 +371,10 @@ class StatusReport:
     # A database server's index (PostgreSQL): its version, pgvector's, the round trip to it.
     # Absent from JSON for a SQLite file.
     server: ServerInfo | None = field(default=None, metadata={"omit_if_none": True})
+    # How fast the configured embedding model embedded on this machine (its latest measured
+    # `embed` run), and what that makes of the chunks still without a vector; None: not measured.
+    embed_speed: EmbedSpeed | None = None
+    embed_pending_seconds: float | None = None
 
 
 @_deferred(frozen=True)

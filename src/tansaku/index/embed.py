@@ -24,6 +24,7 @@ from ..store import db
 from ..store import documents as store
 from ..store import vectors as vec
 from ..types import Collection, CollectionEmbed, EmbedReport
+from . import embed_speed
 from .chunks import params_for
 from .locks import exclusive_lock
 from .progress import Progress
@@ -249,6 +250,7 @@ def _run(
     embedder: Embedder | None = None
     report = EmbedReport(identity.path, fingerprint, prompt.name, 0, 0, [])
     computed = chunks_done = 0
+    work = _Work()  # what the model computed, and for how long: the speed kept for estimates
     try:
         for collection in collections:
             params = params_for(collection).fingerprint()
@@ -271,13 +273,16 @@ def _run(
             paths = {doc.hash: path for path, doc in store.documents_in(conn, collection.name).items()}
             titles = {doc.hash: doc.title for doc in store.documents_in(conn, collection.name).values()}
             for start in range(0, len(pending), BATCH_CHUNKS):
+                batch_started = time.perf_counter()
                 batch = pending[start : start + BATCH_CHUNKS]
                 units = _units(conn, batch, params, prompt, embedder, titles, paths)
-                vectors, chunks = _store_batch(
+                vectors, chunks, embedded_chunks = _store_batch(
                     conn, index_path, embedder, identity, params, units, result, force
                 )
                 computed += vectors
                 chunks_done += chunks
+                if embedded_chunks:
+                    work.add(embedded_chunks, vectors, time.perf_counter() - batch_started)
                 if callback:
                     callback(min(start + BATCH_CHUNKS, len(pending)), len(pending), "embedding")
     except KeyboardInterrupt:
@@ -285,12 +290,29 @@ def _run(
     with db.write_lock(conn, index_path, "embed prune"):
         vec.unlink_superseded(conn, identity.fingerprint, superseded_pattern(identity))
         vec.prune(conn)
+        speed = embed_speed.measured(work.chunks, work.vectors, work.seconds)
+        if speed is not None:
+            embed_speed.remember(conn, identity.sha256, speed)
     elapsed = time.perf_counter() - started
     report.took_ms = elapsed * 1000
     report.vectors_per_second = computed / elapsed if elapsed > 0 else 0.0
     report.chunks_per_second = chunks_done / elapsed if elapsed > 0 else 0.0
     report.peak_memory_mb = _peak_memory_mb()
     return report
+
+
+@dataclass
+class _Work:
+    """Chunks the model embedded (reused vectors aside) and the seconds their batches took."""
+
+    chunks: int = 0
+    vectors: int = 0
+    seconds: float = 0.0
+
+    def add(self, chunks: int, vectors: int, seconds: float) -> None:
+        self.chunks += chunks
+        self.vectors += vectors
+        self.seconds += seconds
 
 
 def window_tokens(embedder: Embedder) -> int:
@@ -379,8 +401,9 @@ def _store_batch(
     units: list[_Unit],
     result: CollectionEmbed,
     force: bool,
-) -> tuple[int, int]:
-    """Embed and link one batch; returns (vectors computed, chunks that now have their vectors)."""
+) -> tuple[int, int, int]:
+    """Embed and link one batch; returns (vectors computed, chunks that now have their vectors,
+    chunks the model embedded at least one window of)."""
     fingerprint = identity.fingerprint
     # With force nothing is reused: every text is embedded again and its vector replaced.
     known = {} if force else vec.existing_embeddings(conn, fingerprint, [u.text_sha for u in units])
@@ -407,7 +430,8 @@ def _store_batch(
     result.reused += len({(u.hash, u.seq) for u in units if u.text_sha not in computed_shas})
     result.windows += sum(1 for u in units if u.window > 0)
     result.failed += sorted({f"{u.label}: {failures[u.text_sha]}" for u in units if u.text_sha in failures})
-    return computed, len({(u.hash, u.seq) for u in units} - set(chunk_errors))
+    embedded = {(u.hash, u.seq) for u in units if u.text_sha in computed_shas} - set(chunk_errors)
+    return computed, len({(u.hash, u.seq) for u in units} - set(chunk_errors)), len(embedded)
 
 
 def _embed_resilient(

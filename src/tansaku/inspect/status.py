@@ -13,7 +13,7 @@ from ..types import Notice
 if TYPE_CHECKING:
     from ..config.settings import Config
     from ..store.backend import Backend
-    from ..types import CollectionInfo, StatusReport
+    from ..types import CollectionInfo, EmbedSpeed, StatusReport
 
 
 def collection_list(config: Config, config_path: Path, index: Backend) -> list[CollectionInfo]:
@@ -66,16 +66,19 @@ def collection_infos(conn: Any, config: Config, config_path: Path) -> list[Colle
     return infos
 
 
-def embed_status(config_path: Path, index: Backend) -> tuple[str | None, int | None]:
-    """The configured embed model file if present, and the window the index last used with it."""
+def embed_status(config_path: Path, index: Backend) -> tuple[str | None, int | None, EmbedSpeed | None]:
+    """The configured embed model file (or endpoint) if present, the window the index last used
+    with it, and its speed as last measured by `embed` here. The file is never hashed: an index
+    that does not know this exact file (by size and time) has no speed for it."""
     from ..models.registry import resolve
 
     ref = resolve("embed", config_path)
     if not ref.present:
-        return None, None
+        return None, None, None
     if ref.endpoint is not None:
-        return _endpoint_status(ref.endpoint, index)
-    window = None
+        shown, endpoint_window = _endpoint_status(ref.endpoint, index)
+        return shown, endpoint_window, None
+    window = speed = None
     if index.exists():
         try:
             with index.reading() as conn:
@@ -83,9 +86,29 @@ def embed_status(config_path: Path, index: Backend) -> tuple[str | None, int | N
                     from ..store.vectors import model_window
 
                     window = model_window(conn, str(ref.local_path))
+                    speed = _known_speed(conn, ref.local_path)
         except TansakuError:
-            window = None
-    return str(ref.local_path), window
+            window = speed = None
+    return str(ref.local_path), window, speed
+
+
+def _known_speed(conn: db.Connection, path: Path) -> EmbedSpeed | None:
+    from ..index.embed_speed import known
+    from ..store.vectors import models
+
+    st = path.stat()
+    same_file = (str(path), st.st_size, st.st_mtime_ns)
+    for record in models(conn):
+        if (record.model_path, record.model_size, record.model_mtime_ns) == same_file:
+            return known(conn, record.model_sha256)
+    return None
+
+
+def _pending_seconds(infos: list[CollectionInfo], speed: EmbedSpeed | None) -> float | None:
+    """Seconds the chunks without a vector would take at the measured speed (0: none pending)."""
+    if speed is None:
+        return None
+    return speed.seconds_for(sum(info.unembedded for info in infos))
 
 
 def _endpoint_status(endpoint: object, index: Backend) -> tuple[str, int | None]:
@@ -151,7 +174,7 @@ def status_report(config: Config, config_path: Path, index: Backend) -> StatusRe
     exists = index.exists()
     warnings: list[Notice] = []
     schema: int | None = None
-    embed_path, embed_window = embed_status(config_path, index)
+    embed_path, embed_window, embed_speed = embed_status(config_path, index)
     threads = thread_status(config_path, warnings)
     infos: list[CollectionInfo] = [CollectionInfo(c, 0, None) for c in config.collection_list()]
     states: dict[str, str | None] = {}
@@ -204,4 +227,6 @@ def status_report(config: Config, config_path: Path, index: Backend) -> StatusRe
         model_threads=threads,
         settings=all_settings(config_path),
         server=index.describe(),
+        embed_speed=embed_speed,
+        embed_pending_seconds=_pending_seconds(infos, embed_speed),
     )

@@ -138,6 +138,15 @@ def show_score(score: float) -> str:
     return f"{score:.2f}" if math.isfinite(score) else str(score)
 
 
+def duration_words(seconds: float) -> str:
+    """A wait as a person says it: "about a minute or less", "about 12 minutes", "about 3.5 hours"."""
+    if seconds < 90:
+        return "about a minute or less"
+    if seconds < 90 * 60:
+        return f"about {round(seconds / 60)} minutes"
+    return f"about {seconds / 3600:.1f} hours"
+
+
 def round_float(value: float) -> float | None:
     # NaN and infinities are not JSON; null says "no meaningful value" honestly.
     return round(value, 4) if math.isfinite(value) else None

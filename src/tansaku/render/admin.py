@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from tansaku.render import RenderOptions, show_docid
+from tansaku.render import RenderOptions, duration_words, show_docid
 from tansaku.render.terminal import clean, warning_lines
 from tansaku.types import (
     Collection,
@@ -217,6 +217,7 @@ def _status(s: StatusReport) -> list[str]:
     if s.embed_model:
         window = f"{s.embed_window}-token windows" if s.embed_window else "not used by embed yet"
         lines.append(f"embedding model: {clean(s.embed_model)} ({window})")
+        lines.append(f"embedding speed: {_speed(s)}")
     else:
         lines.append(
             "embedding model: none on this machine (`tansaku models pull embed` or `models add embed PATH`)"
@@ -235,6 +236,21 @@ def _status(s: StatusReport) -> list[str]:
         if missing:
             lines.append(f"  missing (regex is used for these): {', '.join(missing)}")
     return lines + warning_lines(s.warnings)
+
+
+def _speed(s: StatusReport) -> str:
+    speed = s.embed_speed
+    if speed is None:
+        return "not measured on this machine yet (`tansaku embed` measures it, and shows an ETA)"
+    line = (
+        f"{speed.chunks_per_second:.2f} chunks/s ({speed.vectors_per_second:.2f} vectors/s),"
+        f" measured {when(speed.measured_at)} over {speed.chunks} chunks"
+    )
+    pending = sum(info.unembedded for info in s.collections)
+    if pending and s.embed_pending_seconds is not None:
+        chunks = f"{pending} chunk{'s' if pending != 1 else ''}"
+        line += f"; {chunks} without a vector: {duration_words(s.embed_pending_seconds)} at this speed"
+    return line
 
 
 def setting_rows(settings: Any) -> list[str]:

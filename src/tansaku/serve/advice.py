@@ -9,34 +9,56 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-# Measured with the MiniLM test model on 2 CPU cores (evals/RESULTS-embed.md): 6.1 chunks/s.
-CHUNKS_PER_SECOND = 6.0
+from ..render import duration_words
+
+# Measured on 2 CPU cores (evals/RESULTS-embed.md), for when the configured model has not been
+# measured on this machine yet: the wait is then given as the range these two make.
+REFERENCE_SPEEDS = (("MiniLM-L6", 6.1), ("EmbeddingGemma-300M", 0.5))  # chunks per second
 # The default models' files (models/registry.py DEFAULTS), rounded.
 MODEL_SIZES = {"embed": "about 330 MB", "generate": "about 640 MB", "rerank": "about 640 MB"}
 _ROLE = re.compile(r"\bthe (embed|generate|rerank)(?:ding)? model\b")
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return "about a minute or less"
-    if seconds < 90 * 60:
-        return f"about {round(seconds / 60)} minutes"
-    return f"about {seconds / 3600:.1f} hours"
+@dataclass(frozen=True)
+class PendingEmbed:
+    """Chunks without a vector from the configured model, and the seconds they would take at its
+    speed measured on this machine (None when it was never measured here)."""
+
+    chunks: int
+    seconds: float | None = None
+    chunks_per_second: float | None = None
 
 
-def _embed(chunks: int | None) -> str:
-    if not chunks:
+def _embed(pending: PendingEmbed | None) -> str:
+    if pending is None or not pending.chunks:
         size = "the collections' chunks"
         cost = "a few KB of index per chunk"
     else:
+        chunks = pending.chunks
         size = f"{chunks} chunks"
         cost = f"about {max(1, chunks * 4 // 1024)} MB of index at 1,024 dimensions"
-        cost += f", {_duration(chunks / CHUNKS_PER_SECOND)} on 2 CPU cores with a small model"
+        cost += ", " + _wait(pending)
     return (
         "`tansaku embed` computes a vector for each chunk that has none, with the local embedding"
         f" model ({size}; {cost}; chunks already embedded are kept, and an interrupted run resumes)"
+    )
+
+
+def _wait(pending: PendingEmbed) -> str:
+    if pending.seconds is not None and pending.chunks_per_second:
+        return (
+            f"{duration_words(pending.seconds)} at the {pending.chunks_per_second:.2g} chunks/s"
+            " this model was measured at on this machine"
+        )
+    fast, slow = (pending.chunks / rate for _, rate in REFERENCE_SPEEDS)
+    models = " and ".join(f"{name} {rate:g} chunks/s" for name, rate in REFERENCE_SPEEDS)
+    return (
+        f"{duration_words(fast).removeprefix('about ')} to {duration_words(slow).removeprefix('about ')}"
+        f" on 2 CPU cores depending on the model ({models}; this model's speed here is not measured"
+        " yet: `tansaku embed` shows it)"
     )
 
 
@@ -56,12 +78,12 @@ UPDATE = (
 )
 
 
-def for_codes(codes: Iterable[tuple[str, str]], pending_chunks: int | None = None) -> list[str]:
+def for_codes(codes: Iterable[tuple[str, str]], pending: PendingEmbed | None = None) -> list[str]:
     """One sentence per (code, message) that a user can act on; the order of first appearance."""
     advice: list[str] = []
     for code, message in codes:
         if code in ("NO_VECTORS", "VECTORS_UNAVAILABLE", "STALE_VECTORS"):
-            line = _embed(pending_chunks)
+            line = _embed(pending)
         elif code == "MODEL_MISSING":
             role = _ROLE.search(message)
             line = _pull(role.group(1) if role else "embed")
@@ -93,12 +115,16 @@ def codes_of(data: Any) -> list[tuple[str, str]]:
     return found
 
 
-def pending_chunks(status: Any) -> int:
-    """Chunks without a vector from the configured model, from a status report."""
+def pending_embed(status: Any) -> PendingEmbed:
+    """What `embed` would have to do, from a status report: chunks without a vector from the
+    configured model, and their time at its measured speed."""
     total = 0
     for info in status.collections:
         total += info.unembedded or max(0, info.chunks - info.vectors)
-    return total
+    speed = getattr(status, "embed_speed", None)
+    if speed is None:
+        return PendingEmbed(total)
+    return PendingEmbed(total, speed.seconds_for(total), speed.chunks_per_second)
 
 
 def text(lines: list[str]) -> str:

@@ -278,12 +278,12 @@ def error_result(exc: TansakuError, service: Service) -> types.CallToolResult:
     )
 
 
-def _pending(service: Service, data: Any) -> int | None:
+def _pending(service: Service, data: Any) -> advice.PendingEmbed | None:
     codes = {code for code, _ in advice.codes_of(data)}
     if not codes & {"NO_VECTORS", "VECTORS_UNAVAILABLE", "STALE_VECTORS"}:
         return None
     try:
-        return advice.pending_chunks(service.api.status())
+        return advice.pending_embed(service.api.status())
     except TansakuError:
         return None
 

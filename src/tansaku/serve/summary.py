@@ -52,7 +52,7 @@ def instructions(api: Any) -> str:
     lines.append("Models: " + "; ".join(_models(api)))
     todo = advice.for_codes(
         [(w.code, w.message) for w in status.warnings] + ([("NO_VECTORS", "")] if not vectors else []),
-        advice.pending_chunks(status),
+        advice.pending_embed(status),
     )
     if status.pending:
         lines.append("Pending: " + "; ".join(status.pending))
