@@ -34,7 +34,7 @@ def report(**remote: object) -> EmbedReport:
 STATUS = StatusReport(
     "/home/me/.cache/tansaku/index.sqlite", True, 5_000_000, 1, 1, "/home/me/.config/tansaku/index.toml",
     (), (), (), embed_model="bge-m3 at https://gpu.example.org/v1, an endpoint on another machine, 1024 dims",
-    embed_window=256,
+    embed_window=256, embed_remote=True,
 )  # fmt: skip
 
 

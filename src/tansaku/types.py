@@ -375,6 +375,9 @@ class StatusReport:
     # `embed` run), and what that makes of the chunks still without a vector; None: not measured.
     embed_speed: EmbedSpeed | None = None
     embed_pending_seconds: float | None = None
+    # True when the embed model is an endpoint (another program embeds: no speed is measured here).
+    # Absent from JSON for a model file.
+    embed_remote: bool | None = field(default=None, metadata={"omit_if_none": True})
 
 
 @_deferred(frozen=True)

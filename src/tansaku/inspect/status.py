@@ -92,6 +92,13 @@ def embed_status(config_path: Path, index: Backend) -> tuple[str | None, int | N
     return str(ref.local_path), window, speed
 
 
+def _is_endpoint(config_path: Path) -> bool:
+    from ..models.registry import resolve
+
+    ref = resolve("embed", config_path)
+    return ref.present and ref.endpoint is not None
+
+
 def _known_speed(conn: db.Connection, path: Path) -> EmbedSpeed | None:
     from ..index.embed_speed import known
     from ..store.vectors import models
@@ -223,6 +230,7 @@ def status_report(config: Config, config_path: Path, index: Backend) -> StatusRe
         warnings=tuple(warnings),
         grammars=tuple(sorted(available_grammars().items())),
         embed_model=embed_path,
+        embed_remote=_is_endpoint(config_path) or None,
         embed_window=embed_window,
         model_threads=threads,
         settings=all_settings(config_path),

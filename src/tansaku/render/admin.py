@@ -217,7 +217,8 @@ def _status(s: StatusReport) -> list[str]:
     if s.embed_model:
         window = f"{s.embed_window}-token windows" if s.embed_window else "not used by embed yet"
         lines.append(f"embedding model: {clean(s.embed_model)} ({window})")
-        lines.append(f"embedding speed: {_speed(s)}")
+        if not s.embed_remote:
+            lines.append(f"embedding speed: {_speed(s)}")
     else:
         lines.append(
             "embedding model: none on this machine (`tansaku models pull embed` or `models add embed PATH`)"
