@@ -5,6 +5,10 @@
                                           [--process-runs 5] [--skip-embed] [--profile N]
                                           [--json OUT] [--keep]
 
+The endpoint path (``embed`` through an OpenAI-compatible server on loopback, beside the
+in-process model) is ``evals/bench_remote.py``: ``--endpoint`` here runs it with the remaining
+arguments (``bench_embed.py --endpoint --files 20 --rounds 3``).
+
 Not a test (CI does not run it). Everything runs against a temporary ``TANSAKU_CONFIG_DIR``,
 ``TANSAKU_INDEX_PATH`` and ``TANSAKU_MODEL_DIR``, with ``TANSAKU_EMBED_MODEL`` set to the MiniLM
 GGUF that the tests convert (``test/models_fixture.py: minilm_gguf()``); the user's config, index
@@ -1404,6 +1408,13 @@ def minilm_model() -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_given = list(sys.argv[1:] if argv is None else argv)
+    if "--endpoint" in args_given:
+        # The endpoint path has a benchmark of its own (a loopback server beside the model file).
+        import bench_remote
+
+        args_given.remove("--endpoint")
+        return bench_remote.main(args_given)
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
