@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..models.languages import MIN_READABLE, UNREADABLE_TOKENS
+from ..search.score_scale import evidence_of
 
 # The weight of the original query's lists (expansions, later, weigh half).
 ORIGINAL_WEIGHT = 2.0
@@ -43,11 +44,11 @@ PEAK_GAIN = 2.0
 
 
 def keyword_confidence(scores: Sequence[float]) -> float:
-    """1 - raw(second) / raw(first): 0 when the first two tie, 1 when only one document matched."""
+    """1 - evidence(second) / evidence(first): 0 when the first two tie, 1 when only one document
+    matched. Both share the query's reference, so the ratio is that of their raw BM25 sums."""
     if len(scores) < 2:
         return 1.0 if scores else 0.0
-    first, second = (min(s, 0.999999) for s in scores[:2])
-    raw_first, raw_second = first / (1 - first), second / (1 - second)
+    raw_first, raw_second = (evidence_of(s) for s in scores[:2])
     return 1.0 - raw_second / raw_first if raw_first > 0 else 0.0
 
 
