@@ -1,0 +1,54 @@
+"""The facade's context methods: notes attached to a path, kept in the config apart from the
+documents (config/contexts.py). Mixed into api.Tansaku.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from .config import settings
+from .config.contexts import missing_contexts, normalize_context_path
+from .errors import ContextNotFound, UsageError
+from .store.backend import documents as store
+
+if TYPE_CHECKING:
+    from .api import Tansaku
+    from .types import Context
+
+
+class ContextMethods:
+    def add_context(self: Tansaku, path: str, text: str) -> Context:
+        from .types import Context
+
+        if not text.strip():
+            raise UsageError("context text is empty")
+        config = self.config()
+        key = normalize_context_path(path, config.collections, self.cwd)
+        contexts = dict(config.contexts)
+        contexts[key] = text.strip()
+        settings.save(self.config_path, replace(config, contexts=contexts))
+        return Context(key, text.strip())
+
+    def contexts(self: Tansaku) -> list[Context]:
+        return self.config().context_list()
+
+    def remove_context(self: Tansaku, path: str) -> Context:
+        from .types import Context
+
+        config = self.config()
+        key = path if path in config.contexts else normalize_context_path(path, config.collections, self.cwd)
+        if key not in config.contexts:
+            raise ContextNotFound(f"no context at {key!r}", hint="see `tansaku context list`")
+        contexts = dict(config.contexts)
+        text = contexts.pop(key)
+        settings.save(self.config_path, replace(config, contexts=contexts))
+        return Context(key, text)
+
+    def check_contexts(self: Tansaku) -> list[str]:
+        """Collections and top-level folders that have no context yet (as virtual paths)."""
+        paths: list[tuple[str, str]] = []
+        if self.backend.exists():
+            with self._reader() as conn:
+                paths = store.all_paths(conn)
+        return missing_contexts(self.config(), paths)
