@@ -18,10 +18,12 @@ from tansaku.errors import DocumentNotFound, UsageError
 from tansaku.render import FORMATS, RenderOptions, render, render_error
 from tansaku.types import (
     Collection,
+    CollectionEmbed,
     CollectionInfo,
     CollectionUpdate,
     Context,
     DocumentSlice,
+    EmbedReport,
     EmbedSpeed,
     FileEntry,
     Hit,
@@ -129,6 +131,22 @@ MEASURED = replace(
 )
 UNMEASURED = replace(STATUS, embed_model="/models/embeddinggemma-300M-Q8_0.gguf")
 ADMIN |= dict(status_measured=MEASURED, status_unmeasured=UNMEASURED)
+# An `embed --quick-only` run, and the status it leaves: every chunk searchable, none full yet.
+QUICK_STATUS = replace(
+    MEASURED,
+    collections=(replace(INFO, chunks=1400, vectors=200, unembedded=1200, quick_vectors=1200), WORK_INFO),
+    pending=(
+        "notes: 1200 chunks have no full vector yet (1200 are searched by a quick one);"
+        " run `tansaku embed -c notes`",
+    ),
+)
+QUICK_EMBED = EmbedReport(
+    "/models/embeddinggemma-300M-Q8_0.gguf", "0123456789abcdef:embeddinggemma:c2", "embeddinggemma",
+    768, 2046,
+    [CollectionEmbed("notes", pending=1200, quick=1200)], took_ms=81_000.0, chunks_per_second=0.0,
+    peak_memory_mb=612.0,
+)  # fmt: skip
+ADMIN |= dict(status_quick=QUICK_STATUS, embed_quick=QUICK_EMBED)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

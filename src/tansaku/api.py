@@ -425,12 +425,17 @@ class Tansaku(ContextMethods, TranscriptMethods):
         progress: ProgressFactory | None = None,
         verbose: bool = False,
         consent: bool = False,
+        quick: str = "auto",
     ) -> EmbedReport:
         """Embed chunks that have no vector for the configured model (all of them with ``force``).
 
+        ``quick``: "auto" gives every pending chunk a quick vector (its first tokens) first when
+        many are pending, so vsearch and query are useful long before the full pass ends; "only"
+        stops after that pass; "off" never makes one (index/embed.py: QuickPass).
+
         An endpoint on another machine first needs the person's consent to send chunk text there:
         ``consent`` gives it (and records it), or ``[models] remote_ok`` in the config."""
-        from .index.embed import embed_collections
+        from .index.embed import QuickPass, embed_collections
         from .models.embedding import embed_model, embedder_for, prompt_format_of
         from .models.threads import resolve_threads
 
@@ -438,6 +443,7 @@ class Tansaku(ContextMethods, TranscriptMethods):
         config = self.config()
         chosen = [self._collection(config, n) for n in dict.fromkeys(collections)] or config.collection_list()
         threads = resolve_threads(self.config_path).batch
+        quick_pass = QuickPass.from_setting(quick)
         ref = embed_model(self.config_path)
         prompt = prompt_format_of(ref, self.config_path)
         if not index_path.exists():
@@ -457,6 +463,7 @@ class Tansaku(ContextMethods, TranscriptMethods):
             lambda: embedder_for(ref, self.config_path, threads=threads, verbose=verbose),
             force=force,
             progress=progress,
+            quick=quick_pass,
         )
 
     def vsearch(

@@ -324,6 +324,7 @@ class CollectionInfo:
     vectors: int = 0  # chunks with a vector from the configured embedding model
     stale_vectors: int = 0  # chunks whose only vectors come from another model
     unembedded: int = 0  # chunks without a vector from the configured model (once embedding began)
+    quick_vectors: int = 0  # of those, chunks searched by a quick vector until their full one
 
 
 @_deferred(frozen=True)
@@ -468,6 +469,7 @@ class CollectionEmbed:
     embedded: int = 0  # vectors computed by the model in this run
     reused: int = 0  # chunks whose exact text already had a vector (no model call)
     windows: int = 0  # extra vectors for chunks longer than the model's window
+    quick: int = 0  # chunks given a quick vector (their first tokens) before their full ones
     failed: list[str] = field(default_factory=list)  # "path#seq: error"
 
 

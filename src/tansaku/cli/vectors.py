@@ -40,6 +40,18 @@ def register(commands: Any) -> None:
     embed.add_argument(
         "-f", "--force", action="store_true", help="recompute every vector of these collections"
     )
+    passes = embed.add_mutually_exclusive_group()
+    passes.add_argument(
+        "--quick-only", action="store_const", const="only", dest="quick",
+        help="only give each chunk without a vector a quick one (its title, headings and first"
+        " tokens: minutes, not hours), and leave the full vectors for a later `tansaku embed`",
+    )  # fmt: skip
+    passes.add_argument(
+        "--no-quick", action="store_const", const="off", dest="quick",
+        help="no quick pass: by default, when 500 or more chunks are pending (TANSAKU_QUICK_MIN_CHUNKS),"
+        " every one gets a quick vector before the full ones, so searches work from the start",
+    )  # fmt: skip
+    embed.set_defaults(quick="auto")
     embed.add_argument("-v", "--verbose", action="store_true", help="show llama.cpp's own log lines")
     embed.add_argument(
         "-y", "--yes", action="store_true",
@@ -74,7 +86,12 @@ def _embed(args: argparse.Namespace, out: Output) -> int:
     progress = embed_progress(out.fmt)
     try:
         report = api_for(args).embed(
-            args.collections, force=args.force, progress=progress, verbose=args.verbose, consent=args.yes
+            args.collections,
+            force=args.force,
+            progress=progress,
+            verbose=args.verbose,
+            consent=args.yes,
+            quick=args.quick,
         )
     finally:
         progress.close()

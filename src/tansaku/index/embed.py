@@ -31,6 +31,14 @@ from .progress import Progress
 
 BATCH_CHUNKS = 32
 
+# The quick pass (see QuickPass) embeds each chunk's first QUICK_TOKENS tokens, prompt, title and
+# headings included: measured in evals/RESULTS-embed.md, 56 keeps most of the full vectors' MRR@10
+# on the Chinese and npm sets at a sixteenth of their cost; 40 loses a quarter of it.
+QUICK_TOKENS = 56
+# Below this many pending chunks the full pass is soon done, and a quick pass first only adds to it.
+QUICK_MIN_CHUNKS = 500
+QUICK_MIN_CHUNKS_ENV = "TANSAKU_QUICK_MIN_CHUNKS"
+
 
 class Embedder(Protocol):
     dims: int
@@ -195,6 +203,62 @@ def _split_line(
 
 
 @dataclass(frozen=True)
+class QuickPass:
+    """Whether `embed` gives every pending chunk a quick vector before the full ones.
+
+    ``mode``: "auto" (when at least ``min_chunks`` chunks are pending), "only" (the quick pass
+    and nothing else: the full pass can run later, e.g. at night) or "off"."""
+
+    mode: str = "auto"
+    min_chunks: int = QUICK_MIN_CHUNKS
+    tokens: int = QUICK_TOKENS
+
+    @classmethod
+    def from_setting(cls, mode: str) -> QuickPass:
+        raw = os.environ.get(QUICK_MIN_CHUNKS_ENV, "").strip()
+        if raw and not raw.isdigit():
+            raise UsageError(f"{QUICK_MIN_CHUNKS_ENV}={raw!r} is not a whole number of chunks")
+        return cls(mode, int(raw) if raw else QUICK_MIN_CHUNKS)
+
+    def wanted(self, pending: int) -> bool:
+        return self.mode == "only" or (self.mode == "auto" and pending > 0 and pending >= self.min_chunks)
+
+
+def first_window(
+    lines: Sequence[str],
+    first_line: int,
+    render: Callable[[str], str],
+    count: Callable[[str], int],
+    limit: int,
+) -> Window:
+    """The longest start of a chunk whose rendered text fits ``limit`` tokens: whole lines, then
+    words of the next line (characters of a run without spaces), never nothing."""
+    taken: list[str] = []
+    for line in lines:
+        if count(render("\n".join([*taken, line]))) <= limit:
+            taken.append(line)
+            continue
+        head = "\n".join(taken)
+        low, high = 0, len(line)  # the longest prefix of this line that still fits, by bisection
+        while low < high:
+            middle = (low + high + 1) // 2
+            candidate = f"{head}\n{line[:middle]}" if taken else line[:middle]
+            if count(render(candidate)) <= limit:
+                low = middle
+            else:
+                high = middle - 1
+        if low:
+            cut = line[:low]
+            if " " in cut and low < len(line):
+                cut = cut.rsplit(" ", 1)[0] or cut  # end at a word, where there is one
+            taken.append(cut)
+        break
+    if not taken and lines:
+        taken = [lines[0][:1]]
+    return Window("\n".join(taken), first_line, first_line + max(len(taken), 1) - 1)
+
+
+@dataclass(frozen=True)
 class _Unit:
     """One vector to have: a chunk, or a window of a long chunk."""
 
@@ -218,8 +282,10 @@ def embed_collections(
     force: bool = False,
     progress: Callable[[str], Progress | None] | None = None,
     identity: ModelIdentity | None = None,
+    quick: QuickPass | None = None,
 ) -> EmbedReport:
-    """``identity``: the model's, when it is not a file to hash (an endpoint: ``remote_identity``)."""
+    """``identity``: the model's, when it is not a file to hash (an endpoint: ``remote_identity``);
+    ``quick``: the quick pass's policy (none for an endpoint: it is fast, and paid per token)."""
     started = time.perf_counter()
     with exclusive_lock(index_path, "embed"):
         conn = db.open_write(index_path)
@@ -227,7 +293,10 @@ def embed_collections(
             vec.load_extension(conn)
             if identity is None:
                 identity = model_identity(conn, model_path, prompt)
-            return _run(conn, index_path, collections, identity, load_embedder, force, progress, started)
+            return _run(
+                conn, index_path, collections, identity, load_embedder, force, progress, started,
+                quick or QuickPass("off"),
+            )  # fmt: skip
         finally:
             conn.close()
 
@@ -241,17 +310,29 @@ def _run(
     force: bool,
     progress: Callable[[str], Progress | None] | None,
     started: float,
+    quick: QuickPass,
 ) -> EmbedReport:
     prompt = identity.prompt
     fingerprint = identity.fingerprint
     with db.write_lock(conn, index_path, "embed"):
         # Remember this file's name, size and mtime so later runs and `status` need not hash it.
         vec.remember_model_file(conn, fingerprint, identity.path, identity.size, identity.mtime_ns)
-    embedder: Embedder | None = None
     report = EmbedReport(identity.path, fingerprint, prompt.name, 0, 0, [])
     computed = chunks_done = 0
     work = _Work()  # what the model computed, and for how long: the speed kept for estimates
+    loaded: list[Embedder] = []
+
+    def model() -> Embedder:
+        if not loaded:
+            loaded.append(load_embedder())
+            report.dims, report.window_tokens = loaded[0].dims, window_tokens(loaded[0])
+            with db.write_lock(conn, index_path, "embed"):
+                vec.ensure_vec_table(conn, loaded[0].dims)
+                vec.register_model(conn, _record(identity, loaded[0]), _now())
+        return loaded[0]
+
     try:
+        plans: list[tuple[Collection, str, list[tuple[str, int]], CollectionEmbed]] = []
         for collection in collections:
             params = params_for(collection).fingerprint()
             if force:
@@ -261,14 +342,20 @@ def _run(
             pending = vec.pending_chunks(conn, fingerprint, collection.name, params)
             result = CollectionEmbed(collection.name, pending=len(pending))
             report.collections.append(result)
+            plans.append((collection, params, pending, result))
+        if quick.wanted(sum(len(pending) for _, _, pending, _ in plans)):
+            for collection, params, _, result in plans:
+                todo = vec.pending_chunks(conn, fingerprint, collection.name, params, quick=True)
+                if todo:
+                    _quick_pass(
+                        conn, index_path, collection, params, todo, identity, model, result, quick, progress
+                    )
+        if quick.mode == "only":
+            plans = []
+        for collection, params, pending, result in plans:
             if not pending:
                 continue
-            if embedder is None:
-                embedder = load_embedder()
-                report.dims, report.window_tokens = embedder.dims, window_tokens(embedder)
-                with db.write_lock(conn, index_path, "embed"):
-                    vec.ensure_vec_table(conn, embedder.dims)
-                    vec.register_model(conn, _record(identity, embedder), _now())
+            embedder = model()
             callback = progress(collection.name) if progress else None
             paths = {doc.hash: path for path, doc in store.documents_in(conn, collection.name).items()}
             titles = {doc.hash: doc.title for doc in store.documents_in(conn, collection.name).values()}
@@ -342,6 +429,36 @@ def _record(identity: ModelIdentity, embedder: Embedder) -> vec.EmbedModelRecord
     )
 
 
+def _quick_pass(
+    conn: Any,
+    index_path: Path,
+    collection: Collection,
+    params: str,
+    todo: Sequence[tuple[str, int]],
+    identity: ModelIdentity,
+    model: Callable[[], Embedder],
+    result: CollectionEmbed,
+    quick: QuickPass,
+    progress: Callable[[str], Progress | None] | None,
+) -> None:
+    """A quick vector for each chunk that has no vector yet: its first ``quick.tokens`` tokens.
+    Their speed is not kept as the model's (a short text costs less a token than a chunk)."""
+    embedder = model()
+    callback = progress(collection.name) if progress else None
+    documents = store.documents_in(conn, collection.name)
+    paths = {doc.hash: path for path, doc in documents.items()}
+    titles = {doc.hash: doc.title for doc in documents.values()}
+    limit = min(quick.tokens, window_tokens(embedder))
+    for start in range(0, len(todo), BATCH_CHUNKS):
+        batch = todo[start : start + BATCH_CHUNKS]
+        units = _units(conn, batch, params, identity.prompt, embedder, titles, paths, quick_limit=limit)
+        scratch = CollectionEmbed(collection.name)
+        _store_batch(conn, index_path, embedder, identity, params, units, scratch, False, quick=True)
+        result.quick += scratch.embedded + scratch.reused
+        if callback:
+            callback(min(start + BATCH_CHUNKS, len(todo)), len(todo), "quick vectors")
+
+
 def _units(
     conn: Any,
     batch: Sequence[tuple[str, int]],
@@ -350,7 +467,10 @@ def _units(
     embedder: Embedder,
     titles: dict[str, str],
     paths: dict[str, str],
+    quick_limit: int | None = None,
 ) -> list[_Unit]:
+    """The texts to embed for these chunks: every window, or with ``quick_limit`` the first
+    ``quick_limit`` tokens only, as the chunk's quick window."""
     from ..store import chunks as chunk_store
 
     units: list[_Unit] = []
@@ -368,10 +488,18 @@ def _units(
                 continue
             text = body[chunk.start_char : chunk.end_char].removesuffix("\n")
             render = partial(_render, prompt, title, tuple(chunk.heading_path))
-            windows = split_windows(
-                text.split("\n"), chunk.start_line, render, embedder.count_tokens, window_tokens(embedder)
-            )
-            for number, window in enumerate(windows):
+            lines = text.split("\n")
+            if quick_limit is not None:
+                quick_window = first_window(
+                    lines, chunk.start_line, render, embedder.count_tokens, quick_limit
+                )
+                windows, numbers = [quick_window], [vec.QUICK_WINDOW]
+            else:
+                windows = split_windows(
+                    lines, chunk.start_line, render, embedder.count_tokens, window_tokens(embedder)
+                )
+                numbers = list(range(len(windows)))
+            for number, window in zip(numbers, windows, strict=True):
                 rendered = render(window.text)
                 units.append(
                     _Unit(
@@ -401,9 +529,12 @@ def _store_batch(
     units: list[_Unit],
     result: CollectionEmbed,
     force: bool,
+    *,
+    quick: bool = False,
 ) -> tuple[int, int, int]:
     """Embed and link one batch; returns (vectors computed, chunks that now have their vectors,
-    chunks the model embedded at least one window of)."""
+    chunks the model embedded at least one window of). ``quick``: the batch is quick windows; a
+    failure then is not recorded (the full pass tries the chunk again)."""
     fingerprint = identity.fingerprint
     # With force nothing is reused: every text is embedded again and its vector replaced.
     known = {} if force else vec.existing_embeddings(conn, fingerprint, [u.text_sha for u in units])
@@ -422,8 +553,10 @@ def _store_batch(
             if (u.hash, u.seq) not in chunk_errors
         ]
         vec.link_chunks(conn, links)
-        for (content_hash, seq), error in sorted(chunk_errors.items()):
-            vec.record_failure(conn, fingerprint, content_hash, params, seq, error)
+        if not quick:
+            vec.unlink_quick(conn, fingerprint, params, sorted({(u.hash, u.seq) for u in units}))
+            for (content_hash, seq), error in sorted(chunk_errors.items()):
+                vec.record_failure(conn, fingerprint, content_hash, params, seq, error)
     computed = sum(1 for v in vectors if v is not None)
     result.embedded += computed
     computed_shas = {t.text_sha for t in todo}

@@ -42,11 +42,12 @@ def collection_infos(conn: Any, config: Config, config_path: Path) -> list[Colle
         documents, size = counts.get(c.name, (0, 0))
         params = params_for(c).fingerprint()
         chunked, chunk_count, fallbacks = chunks.collection_chunk_counts(conn, c.name, params)
-        vectors = stale = unembedded = 0
+        vectors = stale = unembedded = quick = 0
         if db.has_table(conn, "chunk_vectors"):
-            from ..store.vectors import collection_vector_counts
+            from ..store.vectors import collection_quick_count, collection_vector_counts
 
             vectors, distinct_chunks, stale = collection_vector_counts(conn, c.name, params, fingerprint)
+            quick = collection_quick_count(conn, c.name, params, fingerprint)
             if fingerprint is not None or stale:
                 unembedded = distinct_chunks - vectors
         infos.append(
@@ -61,6 +62,7 @@ def collection_infos(conn: Any, config: Config, config_path: Path) -> list[Colle
                 vectors,
                 stale,
                 unembedded,
+                quick,
             )
         )
     return infos
@@ -210,9 +212,15 @@ def status_report(config: Config, config_path: Path, index: Backend) -> StatusRe
     for info in infos:
         if info.unembedded:
             name = info.collection.name
-            pending.append(
-                f"{name}: {info.unembedded} chunks have no vector yet; run `tansaku embed -c {name}`"
-            )
+            if info.quick_vectors:
+                pending.append(
+                    f"{name}: {info.unembedded} chunks have no full vector yet ({info.quick_vectors} are"
+                    f" searched by a quick one); run `tansaku embed -c {name}`"
+                )
+            else:
+                pending.append(
+                    f"{name}: {info.unembedded} chunks have no vector yet; run `tansaku embed -c {name}`"
+                )
         if info.chunked < info.documents:
             missing = info.documents - info.chunked
             name = info.collection.name

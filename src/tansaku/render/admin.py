@@ -143,6 +143,8 @@ def _embed(report: EmbedReport) -> list[str]:
         line = f"{c.name}: {c.pending} chunks pending; embedded {c.embedded}, reused {c.reused}"
         if c.windows:
             line += f", {c.windows} extra windows for long chunks"
+        if c.quick:
+            line += f"; {c.quick} quick vectors first"
         lines.append(line)
         lines += [f"  failed {clean(f)}" for f in c.failed]
     seconds = report.took_ms / 1000
@@ -154,6 +156,8 @@ def _embed(report: EmbedReport) -> list[str]:
         lines.append(_remote_line(report.remote))
     if report.interrupted:
         lines.append("interrupted: finished batches are kept; run `tansaku embed` again to continue")
+    if not report.interrupted and any(c.quick and not (c.embedded or c.reused) for c in report.collections):
+        lines.append("only quick vectors so far: run `tansaku embed` again to compute the full ones")
     return lines + warning_lines(report.warnings)
 
 
@@ -202,7 +206,9 @@ def _status(s: StatusReport) -> list[str]:
                 str(i.documents),
                 str(i.chunked),
                 str(i.chunks),
-                str(i.vectors) + (f" (+{i.stale_vectors} stale)" if i.stale_vectors else ""),
+                str(i.vectors)
+                + (f" (+{i.quick_vectors} quick)" if i.quick_vectors else "")
+                + (f" (+{i.stale_vectors} stale)" if i.stale_vectors else ""),
                 when(i.last_update),
                 clean(i.collection.path),
             ]

@@ -90,8 +90,15 @@ def search_texts(
         )
         for c, p in pairs
     ]
-    notices = [*warnings, *vector_warnings(chosen, counts)]
-    if not any(embedded for embedded, _, _ in counts):
+    quick = [
+        cache.memo(
+            ("quick", c.name, p, identity.fingerprint),
+            lambda c=c, p=p: vec.collection_quick_count(conn, c.name, p, identity.fingerprint),
+        )
+        for c, p in pairs
+    ]
+    notices = [*warnings, *vector_warnings(chosen, counts, quick)]
+    if not any(embedded for embedded, _, _ in counts) and not any(quick):
         other = sum(stale for _, _, stale in counts)
         why = f" ({other} chunks have vectors from another model)" if other else ""
         names = ", ".join(c.name for c in chosen) or "any collection"
@@ -167,7 +174,12 @@ def _remote_queries(
     return remote_identity(endpoint, dims, prompt), embedder, vectors
 
 
-def vector_warnings(chosen: Sequence[Collection], counts: Sequence[tuple[int, int, int]]) -> list[Notice]:
+def vector_warnings(
+    chosen: Sequence[Collection], counts: Sequence[tuple[int, int, int]], quick: Sequence[int] = ()
+) -> list[Notice]:
+    """STALE_VECTORS, QUICK_VECTORS and PENDING_VECTORS for the searched collections; ``quick``:
+    each one's chunks that have only a quick vector so far."""
+    quick = list(quick) or [0] * len(chosen)
     notices: list[Notice] = []
     stale = sum(s for _, _, s in counts)
     if stale:
@@ -177,10 +189,19 @@ def vector_warnings(chosen: Sequence[Collection], counts: Sequence[tuple[int, in
                 f"{stale} chunks have vectors from another embedding model only; `tansaku embed` redoes them",
             )
         )
+    partial = sum(quick)
+    if partial:
+        notices.append(
+            Notice(
+                "QUICK_VECTORS",
+                f"{partial} chunks are searched by their quick vector only (title, headings and first"
+                " tokens) until `tansaku embed` computes their full ones",
+            )
+        )
     pending = [
-        (c.name, total - embedded)
-        for c, (embedded, total, _) in zip(chosen, counts, strict=True)
-        if total > embedded
+        (c.name, total - embedded - fast)
+        for c, (embedded, total, _), fast in zip(chosen, counts, quick, strict=True)
+        if total > embedded + fast
     ]
     if pending:
         listed = ", ".join(f"{name} ({n})" for name, n in pending)
