@@ -156,6 +156,9 @@ class LlamaEmbedder(ClosableModel):
     model, ImportError when llama-cpp-python is not installed.
     """
 
+    # embed(texts, pack=True) is available: many short texts in one decode.
+    packs = True
+
     def __init__(self, path: str, *, n_threads: int | None = None, verbose: bool = False) -> None:
         llama_cpp = _import_llama_cpp()
         self._llama_cpp = llama_cpp
