@@ -1449,7 +1449,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     models.add_argument("--set", type=Path, metavar="DIR", help="the files every model embeds")
     models.add_argument("--set-mask", default="**/*.md", help="their mask (collection add --mask)")
     models.add_argument(
-        "--windows", default="model", help="comma-separated window sizes in tokens, or 'model' (its own)"
+        "--windows",
+        default="model",
+        help="comma-separated window sizes in tokens, 'model' (its own) or 'quick' (embed --quick-only)",
     )
     models.add_argument(
         "--qmd", type=Path, metavar="BIN", help="qmd's executable: its embed beside each model"
@@ -1469,7 +1471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not corpus.is_dir():
         parser.error(f"no corpus folder at {corpus}")
     model = minilm_model()
-    facts = bf.machine_facts() | extra_facts(model)
+    facts = bf.machine_facts(bf.find_entry_point()) | extra_facts(model)
     print(f"model: {model}; corpus: {corpus}", file=sys.stderr)
 
     obs = bf.Observations()

@@ -10,7 +10,9 @@ the same GGUF file (``--qmd``), one run beside each of tansaku's, on its own tem
 
 A window size is ``TANSAKU_EMBED_WINDOW`` (tokens per embedded window; ``model`` = the model's
 own: its trained window, else its whole context). A chunk longer than the window is embedded as
-several windows, each starting with the document's title and headings.
+several windows, each starting with the document's title and headings. The policy ``quick`` is
+``embed --quick-only``: one vector per chunk of its first ``QUICK_TOKENS`` tokens (prompt, title
+and headings included), the pass that makes vectors useful before the full ones exist.
 """
 
 from __future__ import annotations
@@ -91,15 +93,16 @@ def _sandbox_env(root: Path, model: str, window: str) -> dict[str, str]:
     )
     env.setdefault("TANSAKU_PYTHON", sys.executable)  # bin/tansaku: this interpreter, not a bare python3
     env.pop("TANSAKU_EMBED_WINDOW", None)
-    if window != "model":
+    if window not in ("model", "quick"):
         env["TANSAKU_EMBED_WINDOW"] = window
     return env
 
 
-def _rendered_tokens(env: dict[str, str]) -> tuple[int, int, int]:
+def _rendered_tokens(env: dict[str, str], quick: bool = False) -> tuple[int, int, int]:
     """(chunks, windows, tokens) of what `embed` will compute, rebuilt with tansaku's own helpers
     in a child process (so this process loads no model)."""
     script = (
+        f"QUICK = {quick}\n"
         "import json\n"
         "from tansaku.api import Tansaku\n"
         "from tansaku.index import embed as E\n"
@@ -113,8 +116,9 @@ def _rendered_tokens(env: dict[str, str]) -> tuple[int, int, int]:
         "ident = E.model_identity(conn, str(ref.local_path), prompt); params = params_for(c).fingerprint()\n"
         "pending = vec.pending_chunks(conn, ident.fingerprint, 'set', params)\n"
         "docs = store.documents_in(conn, 'set')\n"
+        "quick = QUICK and min(E.QUICK_TOKENS, E.window_tokens(e)) or None\n"
         "units = E._units(conn, pending, params, prompt, e, {d.hash: d.title for d in docs.values()},"
-        " {d.hash: p for p, d in docs.items()})\n"
+        " {d.hash: p for p, d in docs.items()}, quick_limit=quick)\n"
         "texts = list({u.text_sha: u.text for u in units}.values())\n"
         "tokens = sum(len(e._encode(i, t)) for i, t in enumerate(texts))\n"
         "print(json.dumps([len(pending), len(texts), tokens]))\n"
@@ -140,13 +144,15 @@ def tansaku_run(files: Path, mask: str, model: str, window: str, work: Path) -> 
         capture_output=True,
         check=True,
     )
-    chunks, windows, tokens = _rendered_tokens(env)
+    quick = window == "quick"
+    chunks, windows, tokens = _rendered_tokens(env, quick)
     load = os.getloadavg()[0]
-    seconds, code, stdout, stderr, rss, cpu = _timed([str(TANSAKU), "embed", "--json"], env, REPO)
+    command = [str(TANSAKU), "embed", "--json", *(["--quick-only"] if quick else ["--no-quick"])]
+    seconds, code, stdout, stderr, rss, cpu = _timed(command, env, REPO)
     if code != 0:
         raise RuntimeError(f"tansaku embed failed ({code}): {stderr[-400:]}")
     report = json.loads(stdout)
-    embedded = sum(c["embedded"] for c in report["collections"])
+    embedded = sum(c["quick" if quick else "embedded"] for c in report["collections"])
     if embedded != windows:
         print(f"note: {windows} windows expected, {embedded} embedded", file=sys.stderr)
     took = report["took_ms"] / 1000

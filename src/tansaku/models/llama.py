@@ -299,7 +299,9 @@ class LlamaEmbedder(ClosableModel):
 
     # -- embeddings ------------------------------------------------------------------------
 
-    def embed(self, texts: Sequence[str], *, pack: bool = False) -> list[list[float]]:
+    def embed(
+        self, texts: Sequence[str], *, pack: bool = False, pack_tokens: int | None = None
+    ) -> list[list[float]]:
         """One unit-length vector per text, in order. A text over ``context_tokens`` raises ValueError.
 
         By default each text is its own llama.cpp batch, so a text's vector is bit-for-bit the
@@ -307,17 +309,21 @@ class LlamaEmbedder(ClosableModel):
         into one batch: faster for short texts (not for ~200-token ones, two of which fill the
         window), but llama.cpp's kernels then round differently with the texts' places in the
         batch, moving components by up to ~1e-4 (cosine to the unpacked vector > 0.99999).
+        ``pack_tokens`` caps a packed batch's tokens: llama.cpp keeps a vocabulary-wide row of
+        output per token of the largest batch (1 MiB for EmbeddingGemma), so a full 2,048-token
+        batch costs 2 GB of memory for no gain in speed (evals/RESULTS-embed.md, the quick pass).
         """
         self._check_open()
         if isinstance(texts, str):
             raise TypeError("embed takes a sequence of texts: wrap a single text in a list")
         encoded = [self._encode(i, text) for i, text in enumerate(texts)]
         per_batch = self._n_seq_max if pack else 1
+        room = min(self._n_ctx, pack_tokens or self._n_ctx)
         vectors: list[list[float]] = []
         group: list[list[int]] = []
         used = 0
         for tokens in encoded:
-            if group and (used + len(tokens) > self._n_ctx or len(group) >= per_batch):
+            if group and (used + len(tokens) > room or len(group) >= per_batch):
                 vectors.extend(self._decode(group))
                 group, used = [], 0
             group.append(tokens)
