@@ -456,8 +456,10 @@ def _quick_pass(
         batch = todo[start : start + BATCH_CHUNKS]
         units = _units(conn, batch, params, identity.prompt, embedder, titles, paths, quick_limit=limit)
         scratch = CollectionEmbed(collection.name)
-        _store_batch(conn, index_path, embedder, identity, params, units, scratch, False, quick=True)
-        result.quick += scratch.embedded + scratch.reused
+        _, linked, _ = _store_batch(
+            conn, index_path, embedder, identity, params, units, scratch, False, quick=True
+        )
+        result.quick += linked
         if callback:
             callback(min(start + BATCH_CHUNKS, len(todo)), len(todo), "quick vectors")
 
