@@ -82,7 +82,10 @@ class Tansaku(ContextMethods, TranscriptMethods):
 
         with self._creating:  # two threads of a server must not each read the vectors
             if self._vectors is None:
-                self._vectors = VectorCache(self.index_path, None if self.keep_vectors else 0)
+                backend = self.backend
+                # A server's index has no change watch yet: its cache forgets at every query.
+                watched = backend.path if isinstance(backend, SqliteBackend) else None
+                self._vectors = VectorCache(watched, None if self.keep_vectors else 0)
         return self._vectors
 
     # --- config -------------------------------------------------------------------------------
@@ -434,23 +437,24 @@ class Tansaku(ContextMethods, TranscriptMethods):
         from .models.embedding import embed_model, embedder_for, prompt_format_of
         from .models.threads import resolve_threads
 
-        index_path = self.index_path  # first: on another backend, say so before asking for a model
+        backend = self.backend
         config = self.config()
         chosen = [self._collection(config, n) for n in dict.fromkeys(collections)] or config.collection_list()
         threads = resolve_threads(self.config_path).batch
         ref = embed_model(self.config_path)
         prompt = prompt_format_of(ref, self.config_path)
-        if not index_path.exists():
-            db.open_read(index_path)  # raises INDEX_MISSING with its hint
+        if not backend.exists():
+            with backend.reading():  # raises INDEX_MISSING with its hint
+                pass
         if ref.endpoint is not None:
             from .index.remote_embed import embed_remote
 
             return embed_remote(
-                index_path, self.config_path, ref, chosen, prompt,
+                backend, self.config_path, ref, chosen, prompt,
                 force=force, progress=progress, consent=consent,
             )  # fmt: skip
         return embed_collections(
-            index_path,
+            backend,
             chosen,
             str(ref.local_path),
             prompt,

@@ -20,13 +20,13 @@ from typing import Any, Protocol
 from ..errors import EndpointError, UsageError
 from ..models.llama import file_sha256
 from ..models.prompts import PromptFormat
-from ..store import db
-from ..store import documents as store
-from ..store import vectors as vec
+from ..store.backend import Backend, SqliteBackend
+from ..store.backend import documents as store
+from ..store.backend import vectors as vec
 from ..types import Collection, CollectionEmbed, EmbedReport
 from . import embed_speed
 from .chunks import params_for
-from .locks import exclusive_lock
+from .locks import command_lock
 from .progress import Progress
 
 BATCH_CHUNKS = 32
@@ -209,7 +209,7 @@ class _Unit:
 
 
 def embed_collections(
-    index_path: Path,
+    index: Path | Backend,
     collections: Sequence[Collection],
     model_path: str,
     prompt: PromptFormat,
@@ -219,22 +219,26 @@ def embed_collections(
     progress: Callable[[str], Progress | None] | None = None,
     identity: ModelIdentity | None = None,
 ) -> EmbedReport:
-    """``identity``: the model's, when it is not a file to hash (an endpoint: ``remote_identity``)."""
+    """``index``: a SQLite file or a backend (store/backend.py). ``identity``: the model's, when
+    it is not a file to hash (an endpoint: ``remote_identity``)."""
     started = time.perf_counter()
-    with exclusive_lock(index_path, "embed"):
-        conn = db.open_write(index_path)
-        try:
+    backend = SqliteBackend(index) if isinstance(index, Path) else index
+    conn = backend.open_write()
+    try:
+        with command_lock(backend, conn, "embed"):
             vec.load_extension(conn)
             if identity is None:
                 identity = model_identity(conn, model_path, prompt)
-            return _run(conn, index_path, collections, identity, load_embedder, force, progress, started)
-        finally:
-            conn.close()
+            return _run(conn, backend, collections, identity, load_embedder, force, progress, started)
+    except backend.database_error as exc:
+        raise backend.translate(exc) from exc
+    finally:
+        conn.close()
 
 
 def _run(
     conn: Any,
-    index_path: Path,
+    backend: Backend,
     collections: Sequence[Collection],
     identity: ModelIdentity,
     load_embedder: Callable[[], Embedder],
@@ -244,7 +248,7 @@ def _run(
 ) -> EmbedReport:
     prompt = identity.prompt
     fingerprint = identity.fingerprint
-    with db.write_lock(conn, index_path, "embed"):
+    with backend.write_lock(conn, "embed"):
         # Remember this file's name, size and mtime so later runs and `status` need not hash it.
         vec.remember_model_file(conn, fingerprint, identity.path, identity.size, identity.mtime_ns)
     embedder: Embedder | None = None
@@ -255,7 +259,7 @@ def _run(
         for collection in collections:
             params = params_for(collection).fingerprint()
             if force:
-                with db.write_lock(conn, index_path, "embed -f"):
+                with backend.write_lock(conn, "embed -f"):
                     hashes = list({d.hash for d in store.documents_in(conn, collection.name).values()})
                     vec.clear(conn, fingerprint, hashes)
             pending = vec.pending_chunks(conn, fingerprint, collection.name, params)
@@ -266,7 +270,7 @@ def _run(
             if embedder is None:
                 embedder = load_embedder()
                 report.dims, report.window_tokens = embedder.dims, window_tokens(embedder)
-                with db.write_lock(conn, index_path, "embed"):
+                with backend.write_lock(conn, "embed"):
                     vec.ensure_vec_table(conn, embedder.dims)
                     vec.register_model(conn, _record(identity, embedder), _now())
             callback = progress(collection.name) if progress else None
@@ -277,7 +281,7 @@ def _run(
                 batch = pending[start : start + BATCH_CHUNKS]
                 units = _units(conn, batch, params, prompt, embedder, titles, paths)
                 vectors, chunks, embedded_chunks = _store_batch(
-                    conn, index_path, embedder, identity, params, units, result, force
+                    conn, backend, embedder, identity, params, units, result, force
                 )
                 computed += vectors
                 chunks_done += chunks
@@ -287,7 +291,7 @@ def _run(
                     callback(min(start + BATCH_CHUNKS, len(pending)), len(pending), "embedding")
     except KeyboardInterrupt:
         report.interrupted = True  # finished batches are committed; the next run resumes
-    with db.write_lock(conn, index_path, "embed prune"):
+    with backend.write_lock(conn, "embed prune"):
         vec.unlink_superseded(conn, identity.fingerprint, superseded_pattern(identity))
         vec.prune(conn)
         speed = embed_speed.measured(work.chunks, work.vectors, work.seconds)
@@ -351,7 +355,7 @@ def _units(
     titles: dict[str, str],
     paths: dict[str, str],
 ) -> list[_Unit]:
-    from ..store import chunks as chunk_store
+    from ..store.backend import chunks as chunk_store
 
     units: list[_Unit] = []
     by_hash: dict[str, list[int]] = {}
@@ -394,7 +398,7 @@ def _render(prompt: PromptFormat, title: str, heading_path: tuple[str, ...], pie
 
 def _store_batch(
     conn: Any,
-    index_path: Path,
+    backend: Backend,
     embedder: Embedder,
     identity: ModelIdentity,
     params: str,
@@ -409,7 +413,7 @@ def _store_batch(
     known = {} if force else vec.existing_embeddings(conn, fingerprint, [u.text_sha for u in units])
     todo = list({u.text_sha: u for u in units if u.text_sha not in known}.values())
     vectors, failures = _embed_resilient(embedder, todo)
-    with db.write_lock(conn, index_path, "embed"):
+    with backend.write_lock(conn, "embed"):
         for unit, vector in zip(todo, vectors, strict=True):
             if vector is not None:
                 known[unit.text_sha] = vec.add_embedding(

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..store import db, documents
-from ..store import vectors as vec
+from ..store import db
+from ..store.backend import documents
+from ..store.backend import vectors as vec
 
 # Above this, a model's vectors stay on disk and sqlite-vec's KNN searches them (1 GiB is about
 # 700,000 vectors of 384 dimensions). TANSAKU_VECTOR_MEMORY_MB overrides it.

@@ -27,6 +27,8 @@ from .migrations import SCHEMA_VERSION, current_version, migrate
 LOCK_SPACE = 0x746E736B
 WRITER_LOCK = 1
 MIGRATION_LOCK = 2
+# Commands of which one runs at a time on an index, beside the writer lock (SQLite's lock files).
+COMMAND_LOCKS = {"embed": 3}
 CONNECT_TIMEOUT = 10  # seconds; libpq's default is to wait forever for a server that does not answer
 _POLL = 0.05
 
@@ -67,6 +69,7 @@ class PgConnection:
         # A writer's batched rows (documents._KeywordRows) and what must run before COMMIT.
         self.keyword_rows: Any = None
         self.before_commit: list[Callable[[], None]] = []
+        self.vector_types = False  # pgvector's type registered (vectors.load_extension)
 
     def execute(self, sql: str, params: Any = None) -> Any:
         return self.raw.execute(sql, params)
@@ -231,6 +234,35 @@ class PostgresBackend:
                 with contextlib.suppress(Exception):
                     conn.execute("ROLLBACK")
             raise
+
+    @contextlib.contextmanager
+    def command_lock(self, conn: PgConnection, name: str) -> Iterator[None]:
+        """One ``tansaku NAME`` at a time on this database (index/locks.py's lock file on SQLite):
+        a session advisory lock, held by ``conn`` for the block (and released if the process dies)."""
+        key = COMMAND_LOCKS[name]
+        deadline = time.monotonic() + lock_timeout()
+        while not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_SPACE, key)).fetchone()[0]:
+            if time.monotonic() >= deadline:
+                raise IndexLocked(
+                    f"another `tansaku {name}` is running on {self.location}{self._holder(conn, key)}",
+                    hint="wait for it to finish (it keeps its progress), or stop it",
+                )
+            time.sleep(_POLL)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_SPACE, key))
+
+    def _holder(self, conn: PgConnection, key: int) -> str:
+        row = conn.execute(
+            "SELECT a.pid, a.client_addr FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid"
+            " WHERE l.locktype = 'advisory' AND l.classid = %s AND l.objid = %s AND l.granted",
+            (LOCK_SPACE, key),
+        ).fetchone()
+        if row is None:
+            return ""
+        return f" (server pid {row[0]}{f' at {row[1]}' if row[1] else ''})"
 
     def _locked(self, conn: PgConnection) -> IndexLocked:
         row = conn.execute(

@@ -1,0 +1,245 @@
+"""Vectors on PostgreSQL (pgvector) against SQLite (sqlite-vec), on a real server, with the real
+MiniLM model: the same corpus embedded on both backends gives the same vector and hybrid results,
+`embed` resumes after an interruption, and `status` counts what is pending alike."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO, SAMPLE, CliResult
+from .models_fixture import requires_llama, requires_minilm
+from .postgres_fixture import requires_postgres
+from .test_keyword_ranking import DOCS
+
+pytestmark = [requires_postgres, requires_llama, requires_minilm]
+
+QUERIES = [
+    "how do I get my files back after a disk failure",
+    "shrink an archive",
+    "who may read this file",
+    "what did we decide in the meeting",
+    "configuration options",
+    "error codes",
+    "恢复 备份",
+]
+
+
+def _write(root: Path, docs: dict[str, str]) -> None:
+    for rel, text in docs.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def both(cli: Callable[..., CliResult], postgres_url: str, tmp_path: Path, model: Path) -> tuple[str, ...]:
+    """Two collections (the sample, and the keyword tests' documents) indexed and embedded on
+    both backends; the PostgreSQL index's `--index` arguments."""
+    sample = tmp_path / "sample"
+    shutil.copytree(SAMPLE, sample)
+    docs = tmp_path / "docs"
+    _write(docs, DOCS)
+    pg = ("--index", postgres_url)
+    for folder, name in ((sample, "sample"), (docs, "docs")):
+        assert cli("collection", "add", folder, "--name", name, "--mask", "**/*").exit_code == 0
+        assert cli(*pg, "update", "-c", name).exit_code == 0
+    for index in ((), pg):
+        result = cli(*index, "embed", "--json")
+        assert result.exit_code == 0, result.stderr
+        assert not result.json().get("interrupted")
+    return pg
+
+
+def _vsearch(cli: Callable[..., CliResult], index: tuple[str, ...], query: str, *options: str) -> list:
+    result = cli(*index, "vsearch", "--json", "-n", "10", "--min-score", "0", *options, "--", query)
+    assert result.exit_code == 0, (query, result.stderr)
+    data = result.json()
+    return [(hit["collection"], hit["path"], hit["score"], hit.get("chunk_lines")) for hit in data["results"]]
+
+
+def _same_hits(sqlite: list, postgres: list, query: str) -> None:
+    assert [hit[:2] for hit in postgres] == [hit[:2] for hit in sqlite], query
+    for ours, theirs in zip(postgres, sqlite, strict=True):
+        assert ours[2] == pytest.approx(theirs[2], abs=1e-4), query
+        assert ours[3] == theirs[3], query
+
+
+def test_vsearch_gives_the_same_top_ten_on_both_backends(cli, both: tuple[str, ...]) -> None:
+    for query in QUERIES:
+        sqlite = _vsearch(cli, (), query)
+        assert len(sqlite) == 10
+        _same_hits(sqlite, _vsearch(cli, both, query), query)
+        # One collection: the filter keeps the limit filled however the other one scores.
+        _same_hits(_vsearch(cli, (), query, "-c", "docs"), _vsearch(cli, both, query, "-c", "docs"), query)
+
+
+def test_the_hnsw_index_gives_the_same_top_ten(cli, both: tuple[str, ...], monkeypatch) -> None:
+    """With no room for vectors in memory, SQLite scans on disk and PostgreSQL asks its HNSW index
+    (iterative scan, filtered by collection): on this corpus both find the same ten."""
+    monkeypatch.setenv("TANSAKU_VECTOR_MEMORY_MB", "0")
+    for query in QUERIES:
+        _same_hits(_vsearch(cli, (), query), _vsearch(cli, both, query), query)
+        _same_hits(
+            _vsearch(cli, (), query, "-c", "sample"), _vsearch(cli, both, query, "-c", "sample"), query
+        )
+
+
+def test_the_hnsw_path_fills_the_limit_for_a_small_collection(both: tuple[str, ...], monkeypatch) -> None:
+    """knn with the index, per collection: as many neighbours as asked, or all the collection has."""
+    import numpy as np
+
+    from tansaku.api import Tansaku
+    from tansaku.index.chunks import params_for
+    from tansaku.store.backend import open_backend
+    from tansaku.store.backend import vectors as vec
+
+    monkeypatch.setenv("TANSAKU_VECTOR_MEMORY_MB", "0")
+    api = Tansaku()
+    config = api.config()
+    backend = open_backend(both[1])
+    with backend.reading() as conn:
+        vec.load_extension(conn)
+        (record,) = vec.models(conn)
+        for name in ("sample", "docs"):
+            params = params_for(config.collections[name]).fingerprint()
+            entries = vec.collection_entries(conn, record.fingerprint, name, params)
+            held = len(set(entries.embedding_ids))
+            query = np.random.default_rng(7).standard_normal(record.dims).astype(np.float32).tobytes()
+            for k in (1, 5, held, held + 10):
+                found = vec.knn(conn, record.dims, record.fingerprint, query, k, name, params)
+                assert len(found) == min(k, held), (name, k)
+                assert {i for i, _ in found} <= set(entries.embedding_ids)
+                distances = [d for _, d in found]
+                assert distances == sorted(distances)
+
+
+def test_query_without_models_gives_the_same_results(cli, both: tuple[str, ...]) -> None:
+    for query in QUERIES:
+        results = []
+        for index in ((), both):
+            found = cli(*index, "query", "--json", "-n", "10", "--no-expand", "--no-rerank", "--", query)
+            assert found.exit_code == 0, (query, found.stderr)
+            data = found.json()
+            results.append(
+                (
+                    [(hit["collection"], hit["path"], round(hit["score"], 4)) for hit in data["results"]],
+                    [w["code"] for w in data.get("warnings", [])],
+                )
+            )
+        assert results[1] == results[0], query
+
+
+def test_query_pack_gives_the_same_passages(cli, both: tuple[str, ...]) -> None:
+    options = ("--pack", "--max-bytes", "2000", "--json", "--no-expand", "--no-rerank", "restore a backup")
+    sqlite = cli("query", *options)
+    postgres = cli(*both, "query", *options)
+    assert postgres.exit_code == 0, postgres.stderr
+    items = postgres.json()["items"]
+    assert items and items == sqlite.json()["items"]
+
+
+def _status(cli: Callable[..., CliResult], index: tuple[str, ...]) -> tuple[list, list]:
+    result = cli(*index, "status", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    counts = [
+        (c["collection"]["name"], c["chunks"], c["vectors"], c.get("unembedded"), c.get("stale_vectors"))
+        for c in data["collections"]
+    ]
+    return counts, data["pending"]
+
+
+def test_status_counts_pending_chunks_alike(cli, postgres_url: str, model: Path, tmp_path: Path) -> None:
+    sample = tmp_path / "sample"
+    shutil.copytree(SAMPLE, sample)
+    docs = tmp_path / "docs"
+    _write(docs, DOCS)
+    pg = ("--index", postgres_url)
+    for folder, name in ((sample, "sample"), (docs, "docs")):
+        assert cli("collection", "add", folder, "--name", name).exit_code == 0
+        assert cli(*pg, "update", "-c", name).exit_code == 0
+    assert _status(cli, pg) == _status(cli, ())
+    for index in ((), pg):
+        assert cli(*index, "embed", "-c", "sample").exit_code == 0
+    first = _status(cli, ())
+    assert any(unembedded for _, _, _, unembedded, _ in first[0])  # docs still has chunks to embed
+    assert _status(cli, pg) == first
+    (sample / "guides" / "backups.md").write_text("# Backups\n\nNightly tar archives.\n", encoding="utf-8")
+    for index in ((), pg):
+        assert cli(*index, "update").exit_code == 0
+    assert _status(cli, pg) == _status(cli, ())
+    # A re-embed reuses every unchanged chunk's vector on both.
+    reports = [cli(*index, "embed", "--json").json() for index in ((), pg)]
+    tallies = [[(c["name"], c["embedded"], c["reused"]) for c in r["collections"]] for r in reports]
+    assert tallies[1] == tallies[0]
+    assert _status(cli, pg) == _status(cli, ())
+
+
+def _vector_rows(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return int(conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0])
+
+
+@pytest.mark.subprocess
+def test_an_interrupted_embed_keeps_its_batches_and_resumes(model: Path, postgres_url: str, tmp_path: Path):
+    corpus = tmp_path / "many"
+    corpus.mkdir()
+    for i in range(70):
+        (corpus / f"n{i:03}.md").write_text(
+            f"# Note {i}\n\n" + f"word{i} sentence about item {i}. " * 60, encoding="utf-8"
+        )
+    env = {**os.environ, "TANSAKU_PYTHON": sys.executable, "TANSAKU_EMBED_WINDOW": "510",
+           "PYTHONPATH": str(REPO / "src")}  # fmt: skip
+    command = [sys.executable, "-m", "tansaku", "--index", postgres_url]
+    subprocess.run([*command, "collection", "add", str(corpus), "--name", "many"], env=env, check=True,
+                   capture_output=True)  # fmt: skip
+    process = subprocess.Popen([*command, "embed", "--json"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 120
+    done = 0
+    while time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.2)
+        done = _vector_rows(postgres_url)
+        if done >= 32:
+            break
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    report = json.loads(out)
+    assert report["interrupted"] is True, err
+    kept = _vector_rows(postgres_url)
+    assert 32 <= kept < 70
+    status = json.loads(subprocess.run([*command, "status", "--json"], env=env, capture_output=True,
+                                       text=True, check=True).stdout)  # fmt: skip
+    assert status["collections"][0]["unembedded"] == 70 - kept
+    resumed = subprocess.run([*command, "embed", "--json"], env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    (collection,) = json.loads(resumed.stdout)["collections"]
+    assert collection["pending"] == 70 - kept and collection["embedded"] == 70 - kept
+    assert _vector_rows(postgres_url) == 70
+
+
+def test_a_second_embed_waits_then_says_it_is_running(cli, postgres_url: str, sample: Path, model: Path):
+    import psycopg
+
+    from tansaku.store.postgres.backend import COMMAND_LOCKS, LOCK_SPACE
+
+    assert cli("--index", postgres_url, "collection", "add", sample, "--name", "sample").exit_code == 0
+    with psycopg.connect(postgres_url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_SPACE, COMMAND_LOCKS["embed"]))
+        locked = cli("--index", postgres_url, "embed", "--json")
+        assert locked.exit_code == 3, locked.stderr
+        assert locked.error()["code"] == "INDEX_LOCKED"
+        assert f"server pid {holder.info.backend_pid}" in locked.error()["message"]
+    assert cli("--index", postgres_url, "embed").exit_code == 0
