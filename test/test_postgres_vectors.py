@@ -94,33 +94,75 @@ def test_the_hnsw_index_gives_the_same_top_ten(cli, both: tuple[str, ...], monke
         )
 
 
-def test_the_hnsw_path_fills_the_limit_for_a_small_collection(both: tuple[str, ...], monkeypatch) -> None:
-    """knn with the index, per collection: as many neighbours as asked, or all the collection has."""
+def _synthetic_model(url: str, total: int, dims: int) -> tuple[str, object]:
+    """``total`` random vectors of a made-up model, one document each, in two collections:
+    ``small`` (every 50th) and ``big`` (the rest); returns the fingerprint and the matrix."""
     import numpy as np
 
-    from tansaku.api import Tansaku
-    from tansaku.index.chunks import params_for
+    from tansaku.store.backend import open_backend, writing
+    from tansaku.store.postgres import vectors as pg_vectors
+    from tansaku.store.vectors import EmbedModelRecord
+
+    fingerprint = "synthetic:plain:c2"
+    matrix = np.random.default_rng(3).standard_normal((total, dims)).astype(np.float32)
+    backend = open_backend(url)
+    with writing(backend, "test") as conn:
+        pg_vectors.ensure_vec_table(conn, dims)
+        record = EmbedModelRecord(fingerprint, "/none", "synthetic", 0, 0, "plain", dims, 256)
+        pg_vectors.register_model(conn, record, "2026-01-01T00:00:00Z")
+        tables = {
+            "documents (id, collection, path, hash, title, size, mtime_ns, line_count, indexed_at, fts_path,"
+            " fts_title, fts_lengths, fts_tokens)": lambda i: (
+                i + 1, "small" if i % 50 == 0 else "big", f"{i}.md", f"h{i}", "", 1, 0, 1, "", "", "",
+                [0, 0, 0, 0, 0], 0,
+            ),
+            "embeddings (id, fingerprint, text_sha)": lambda i: (i + 1, fingerprint, f"s{i}"),
+            "chunk_vectors (fingerprint, hash, chunk_params, seq, window_no, embedding_id, start_line,"
+            " end_line)": lambda i: (fingerprint, f"h{i}", "P", 0, 0, i + 1, 1, 1),
+            f"vectors_{dims} (id, fingerprint, embedding)": lambda i: (
+                i + 1, fingerprint, "[" + ",".join(repr(float(x)) for x in matrix[i]) + "]",
+            ),
+        }  # fmt: skip
+        for table, row in tables.items():
+            with conn.copy(f"COPY {table} FROM STDIN") as copy:
+                for i in range(total):
+                    copy.write_row(row(i))
+        conn.execute("ANALYZE")
+    return fingerprint, matrix
+
+
+def test_the_hnsw_index_answers_a_big_collection_and_fills_the_limit(postgres_url: str, monkeypatch) -> None:
+    """Past the in-memory size, knn asks the model's HNSW index (iterative scan filtered by
+    collection): as many neighbours as asked, or all a collection has, nearest first, and the
+    nearest ones (checked against the exact scan)."""
+    import numpy as np
+
     from tansaku.store.backend import open_backend
     from tansaku.store.backend import vectors as vec
+    from tansaku.store.postgres import vectors as pg_vectors
 
+    dims = 8
+    fingerprint, _ = _synthetic_model(postgres_url, 10_000, dims)
     monkeypatch.setenv("TANSAKU_VECTOR_MEMORY_MB", "0")
-    api = Tansaku()
-    config = api.config()
-    backend = open_backend(both[1])
-    with backend.reading() as conn:
+    query = np.random.default_rng(5).standard_normal(dims).astype(np.float32)
+    with open_backend(postgres_url).reading() as conn:
         vec.load_extension(conn)
-        (record,) = vec.models(conn)
-        for name in ("sample", "docs"):
-            params = params_for(config.collections[name]).fingerprint()
-            entries = vec.collection_entries(conn, record.fingerprint, name, params)
-            held = len(set(entries.embedding_ids))
-            query = np.random.default_rng(7).standard_normal(record.dims).astype(np.float32).tobytes()
-            for k in (1, 5, held, held + 10):
-                found = vec.knn(conn, record.dims, record.fingerprint, query, k, name, params)
-                assert len(found) == min(k, held), (name, k)
-                assert {i for i, _ in found} <= set(entries.embedding_ids)
+        plan = conn.execute(
+            f"EXPLAIN SELECT e.id FROM vectors_{dims} AS e WHERE e.fingerprint = '{fingerprint}'"
+            f" AND e.id IN ({pg_vectors._COLLECTION_EMBEDDINGS}) ORDER BY e.embedding <=> %(query)s LIMIT 10",
+            {"query": query, "fingerprint": fingerprint, "collection": "big", "params": "P"},
+        ).fetchall()
+        assert "hnsw" in " ".join(row[0] for row in plan)  # the index, not a scan of every vector
+        for collection, held in (("big", 9_800), ("small", 200)):
+            arguments = {"query": query, "fingerprint": fingerprint, "collection": collection,
+                         "params": "P"}  # fmt: skip
+            for k in (10, 150, 400):
+                found = vec.knn(conn, dims, fingerprint, query.tobytes(), k, collection, "P")
+                assert len(found) == min(k, held), (collection, k)
                 distances = [d for _, d in found]
                 assert distances == sorted(distances)
+                exact = pg_vectors._exact(conn, dims, {**arguments, "k": k})
+                assert len({i for i, _ in found} & {i for i, _ in exact}) >= 0.95 * len(exact)
 
 
 def test_query_without_models_gives_the_same_results(cli, both: tuple[str, ...]) -> None:
