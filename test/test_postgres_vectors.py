@@ -225,6 +225,15 @@ def test_status_counts_pending_chunks_alike(cli, postgres_url: str, model: Path,
     tallies = [[(c["name"], c["embedded"], c["reused"]) for c in r["collections"]] for r in reports]
     assert tallies[1] == tallies[0]
     assert _status(cli, pg) == _status(cli, ())
+    # Removing the collections removes their vectors.
+    for name in ("sample", "docs"):
+        assert cli(*pg, "collection", "remove", name).exit_code == 0
+    import psycopg
+
+    with psycopg.connect(postgres_url) as conn:
+        left = [conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                for table in ("chunk_vectors", "embeddings", "vectors_384")]  # fmt: skip
+    assert left == [0, 0, 0]
 
 
 def _vector_rows(url: str) -> int:
