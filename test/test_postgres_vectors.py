@@ -83,6 +83,23 @@ def test_vsearch_gives_the_same_top_ten_on_both_backends(cli, both: tuple[str, .
         _same_hits(_vsearch(cli, (), query, "-c", "docs"), _vsearch(cli, both, query, "-c", "docs"), query)
 
 
+def test_vectors_read_into_memory_give_the_same_results(cli, both: tuple[str, ...]) -> None:
+    """`--all` scores every vector in memory, as a server's kept API does: alike on both."""
+    from tansaku.api import Tansaku
+
+    for query in QUERIES[:3]:
+        sqlite = _vsearch(cli, (), query, "--all")
+        assert len(sqlite) > 10
+        _same_hits(sqlite, _vsearch(cli, both, query, "--all"), query)
+        kept = [Tansaku(), Tansaku(both[1])]
+        found = [
+            [(h.collection, h.path, h.score, h.chunk_lines) for h in api.vsearch(query, limit=10).hits]
+            for api in kept
+        ]
+        _same_hits(found[0], found[1], query)
+        assert kept[1]._vector_cache().loads == 1  # read into memory, not searched on the server
+
+
 def test_the_hnsw_index_gives_the_same_top_ten(cli, both: tuple[str, ...], monkeypatch) -> None:
     """With no room for vectors in memory, SQLite scans on disk and PostgreSQL asks its HNSW index
     (iterative scan, filtered by collection): on this corpus both find the same ten."""

@@ -439,7 +439,7 @@ def read_model_vectors(
         cursor.execute(f"SELECT id, embedding FROM {vec_table(dims)} WHERE fingerprint = %s", (fingerprint,))
         for embedding_id, vector in cursor:
             ids.append(embedding_id)
-            rows.append(vector)
+            rows.append(vector.to_numpy())  # pgvector's binary loader gives a Vector
     if expected is not None and len(ids) > expected:
         raise VectorsUnavailable("the vector table holds more vectors than the index lists")
     matrix = np.vstack(rows).astype(np.float32, copy=False) if rows else np.empty((0, dims), np.float32)
