@@ -181,7 +181,7 @@ def test_the_config_can_name_the_database(cli, postgres_url: str, config_path: P
 
 def test_a_command_not_ported_yet_says_so(cli, postgres_url: str, sample: Path) -> None:
     assert cli("--index", postgres_url, "collection", "add", sample, "--name", "sample").exit_code == 0
-    for command in (("chunks", "sample/README.md"), ("mcp",), ("mcp", "status"), ("ui",)):
+    for command in (("mcp",), ("mcp", "status"), ("ui",)):
         result = cli("--index", postgres_url, *command, "--json")
         assert result.exit_code == 3, (command, result.stdout, result.stderr)
         assert result.error()["code"] == "BACKEND_UNSUPPORTED", command

@@ -74,7 +74,7 @@ def _same_hits(sqlite: list, postgres: list, query: str) -> None:
         assert ours[3] == theirs[3], query
 
 
-def test_vsearch_gives_the_same_top_ten_on_both_backends(cli, both: tuple[str, ...]) -> None:
+def _vsearch_alike(cli: Callable[..., CliResult], both: tuple[str, ...]) -> None:
     for query in QUERIES:
         sqlite = _vsearch(cli, (), query)
         assert len(sqlite) == 10
@@ -83,7 +83,7 @@ def test_vsearch_gives_the_same_top_ten_on_both_backends(cli, both: tuple[str, .
         _same_hits(_vsearch(cli, (), query, "-c", "docs"), _vsearch(cli, both, query, "-c", "docs"), query)
 
 
-def test_vectors_read_into_memory_give_the_same_results(cli, both: tuple[str, ...]) -> None:
+def _in_memory_alike(cli: Callable[..., CliResult], both: tuple[str, ...]) -> None:
     """`--all` scores every vector in memory, as a server's kept API does: alike on both."""
     from tansaku.api import Tansaku
 
@@ -100,7 +100,9 @@ def test_vectors_read_into_memory_give_the_same_results(cli, both: tuple[str, ..
         assert kept[1]._vector_cache().loads == 1  # read into memory, not searched on the server
 
 
-def test_the_hnsw_index_gives_the_same_top_ten(cli, both: tuple[str, ...], monkeypatch) -> None:
+def _hnsw_alike(
+    cli: Callable[..., CliResult], both: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With no room for vectors in memory, SQLite scans on disk and PostgreSQL asks its HNSW index
     (iterative scan, filtered by collection): on this corpus both find the same ten."""
     monkeypatch.setenv("TANSAKU_VECTOR_MEMORY_MB", "0")
@@ -182,7 +184,7 @@ def test_the_hnsw_index_answers_a_big_collection_and_fills_the_limit(postgres_ur
                 assert len({i for i, _ in found} & {i for i, _ in exact}) >= 0.95 * len(exact)
 
 
-def test_query_without_models_gives_the_same_results(cli, both: tuple[str, ...]) -> None:
+def _query_alike(cli: Callable[..., CliResult], both: tuple[str, ...]) -> None:
     for query in QUERIES:
         results = []
         for index in ((), both):
@@ -198,13 +200,24 @@ def test_query_without_models_gives_the_same_results(cli, both: tuple[str, ...])
         assert results[1] == results[0], query
 
 
-def test_query_pack_gives_the_same_passages(cli, both: tuple[str, ...]) -> None:
+def _pack_alike(cli: Callable[..., CliResult], both: tuple[str, ...]) -> None:
     options = ("--pack", "--max-bytes", "2000", "--json", "--no-expand", "--no-rerank", "restore a backup")
     sqlite = cli("query", *options)
     postgres = cli(*both, "query", *options)
     assert postgres.exit_code == 0, postgres.stderr
     items = postgres.json()["items"]
     assert items and items == sqlite.json()["items"]
+
+
+def test_the_same_corpus_gives_the_same_vector_results_on_both_backends(
+    cli: Callable[..., CliResult], both: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One corpus embedded once on each backend (the slow part), then every vector path."""
+    _vsearch_alike(cli, both)
+    _in_memory_alike(cli, both)
+    _query_alike(cli, both)
+    _pack_alike(cli, both)
+    _hnsw_alike(cli, both, monkeypatch)  # last: it takes the in-memory room away
 
 
 def _status(cli: Callable[..., CliResult], index: tuple[str, ...]) -> tuple[list, list]:

@@ -685,7 +685,7 @@ class Tansaku(ContextMethods, TranscriptMethods):
         """A document's chunks as stored; computed (not stored) when `update` has not made them yet."""
         from .inspect.chunks import document_chunks
 
-        return document_chunks(self.index_path, self.config(), ref, chunk_strategy)
+        return document_chunks(self.backend, self.config(), ref, chunk_strategy)
 
     def ls(self, target: str | None = None) -> list[CollectionInfo] | list[FileEntry]:
         from .types import FileEntry
