@@ -312,3 +312,33 @@ def test_doctor_checks_the_server_and_the_statistics_ranking_rests_on(cli, postg
     assert checks["index.term_stats"][0] == "fail" and "(backup)" in checks["index.term_stats"][1]
     assert checks["index.keyword_totals"][0] == "fail"
     assert "index.term_stats" not in _doctor(cli, postgres_url)[1]  # a full pass only with --deep
+
+
+WHERE = [
+    ("garden", "tags=python"),
+    ("garden", "tags=python", "status=published"),
+    ("garden", "status!=draft"),
+    ("planting OR harvest", "date>=2024-06-01"),
+    ("garden", "updated<=2024-06-15"),
+    ("garden", "priority<2"),
+    ("garden", "TAGS=compost"),
+    ("garden", "author.name=aiko"),
+    ("compost", "nothing=here"),
+]
+
+
+def test_where_filters_as_on_sqlite(cli, postgres_url: str, tmp_path: Path) -> None:
+    """`--where` on PostgreSQL (its own SQL over document_fields) keeps what SQLite keeps: the
+    same results, order, scores and totals, the filter applied before the limit."""
+    garden = tmp_path / "garden"
+    shutil.copytree(REPO / "fixtures" / "fields", garden)
+    assert cli("collection", "add", garden, "--name", "garden").exit_code == 0
+    assert cli("--index", postgres_url, "update").exit_code == 0
+    kept = 0
+    for query, *conditions in WHERE:
+        where = [arg for condition in conditions for arg in ("--where", condition)]
+        for limit in ("1", "10"):
+            sqlite = _search(cli, (), query, "-n", limit, *where)
+            assert _search(cli, ("--index", postgres_url), query, "-n", limit, *where) == sqlite, conditions
+            kept += len(sqlite["results"])
+    assert kept > 20
