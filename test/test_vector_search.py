@@ -14,7 +14,7 @@ from tansaku.store import vectors as vec
 
 from .models_fixture import requires_llama, requires_minilm
 
-pytestmark = [requires_llama, requires_minilm]
+pytestmark = [requires_llama, requires_minilm, pytest.mark.both_backends]
 
 QUERY = "restore a single file from a snapshot"
 
@@ -47,6 +47,7 @@ def _model_vectors_both_ways(index_path: Path) -> tuple[object, object, object, 
     return blocks, ids, matrix, slots
 
 
+@pytest.mark.sqlite_only("reads sqlite-vec's tables in the SQLite file")
 def test_block_reader_matches_the_virtual_table_after_deletions(cli, embedded: Path, index_path: Path):
     import numpy as np
 
@@ -62,6 +63,7 @@ def test_block_reader_matches_the_virtual_table_after_deletions(cli, embedded: P
     assert np.array_equal(block_matrix[block_order], matrix[order])
 
 
+@pytest.mark.sqlite_only("the change watch is SQLite's only: on PostgreSQL a kept API reads again each query")
 def test_a_kept_api_answers_from_memory_until_the_index_changes(cli, embedded: Path):
     api = Tansaku()
     first = api.vsearch(QUERY, limit=3)
