@@ -63,7 +63,6 @@ def test_block_reader_matches_the_virtual_table_after_deletions(cli, embedded: P
     assert np.array_equal(block_matrix[block_order], matrix[order])
 
 
-@pytest.mark.sqlite_only("the change watch is SQLite's only: on PostgreSQL a kept API reads again each query")
 def test_a_kept_api_answers_from_memory_until_the_index_changes(cli, embedded: Path):
     api = Tansaku()
     first = api.vsearch(QUERY, limit=3)

@@ -82,10 +82,7 @@ class Tansaku(ContextMethods, TranscriptMethods):
 
         with self._creating:  # two threads of a server must not each read the vectors
             if self._vectors is None:
-                backend = self.backend
-                # A server's index has no change watch yet: its cache forgets at every query.
-                watched = backend.path if isinstance(backend, SqliteBackend) else None
-                self._vectors = VectorCache(watched, None if self.keep_vectors else 0)
+                self._vectors = VectorCache(self.backend.change_watch(), None if self.keep_vectors else 0)
         return self._vectors
 
     # --- config -------------------------------------------------------------------------------

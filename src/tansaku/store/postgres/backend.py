@@ -226,6 +226,8 @@ class PostgresBackend:
             yield
             for step in conn.before_commit:
                 step()
+            # A reader that keeps vectors (ChangeWatch below) sees the index changed.
+            conn.execute("UPDATE index_changes SET version = version + 1")
             conn.execute("COMMIT")
         except BaseException:
             conn.keyword_rows = None  # rows of a rolled-back transaction are never sent
@@ -264,6 +266,9 @@ class PostgresBackend:
             return ""
         return f" (server pid {row[0]}{f' at {row[1]}' if row[1] else ''})"
 
+    def change_watch(self) -> ChangeWatch:
+        return ChangeWatch(self)
+
     def _locked(self, conn: PgConnection) -> IndexLocked:
         row = conn.execute(
             "SELECT a.pid, a.application_name, a.client_addr, a.xact_start FROM pg_locks AS l"
@@ -290,3 +295,31 @@ class PostgresBackend:
                 hint="check that the server runs and the URL (host, port, database, user) is right",
             )
         return IndexError_(f"the PostgreSQL index {self.location} failed: {first}")
+
+
+class ChangeWatch:
+    """Tells a long-lived reader whether the index changed since it last looked (store/db.py's
+    ChangeWatch for SQLite): the count of committed write transactions, read on a connection of
+    its own. None when the server or the table cannot be read (the cache then keeps nothing).
+    Not thread-safe: callers hold their own lock."""
+
+    def __init__(self, backend: PostgresBackend) -> None:
+        self.backend = backend
+        self._raw: Any = None
+
+    def token(self) -> tuple[int] | None:
+        psycopg = _driver()
+        try:
+            if self._raw is None or self._raw.closed:
+                self._raw = self.backend._connect()
+            row = self._raw.execute("SELECT version FROM index_changes").fetchone()
+        except (psycopg.Error, IndexError_):
+            self.close()
+            return None
+        return (int(row[0]),) if row else None
+
+    def close(self) -> None:
+        if self._raw is not None:
+            with contextlib.suppress(Exception):
+                self._raw.close()
+        self._raw = None

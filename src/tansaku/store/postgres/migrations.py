@@ -133,7 +133,8 @@ CREATE TABLE extractions (
 # embedded text, chunks (and their windows) linked to embeddings, and the chunks that failed.
 # The vectors themselves live in ``vectors_<dims>`` tables (a pgvector ``vector(dims)`` column)
 # that `embed` creates with the ``vector`` extension, so a keyword-only server needs no pgvector.
-# ``window`` is a keyword in PostgreSQL: the column is ``window_no`` here.
+# ``window`` is a keyword in PostgreSQL: the column is ``window_no`` here. ``index_changes`` counts
+# the committed write transactions (SQLite's data_version): what a kept API's cache watches.
 _V3 = """
 CREATE TABLE embed_models (
     fingerprint text COLLATE "C" PRIMARY KEY,
@@ -175,7 +176,13 @@ CREATE TABLE embed_failures (
     seq integer NOT NULL,
     error text NOT NULL,
     PRIMARY KEY (fingerprint, hash, chunk_params, seq)
-)
+);
+
+CREATE TABLE index_changes (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    version bigint NOT NULL
+);
+INSERT INTO index_changes (one, version) VALUES (true, 0)
 """
 
 Migration = Callable[[Any], None]
