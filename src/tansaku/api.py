@@ -82,7 +82,12 @@ class Tansaku(ContextMethods, TranscriptMethods):
 
         with self._creating:  # two threads of a server must not each read the vectors
             if self._vectors is None:
-                self._vectors = VectorCache(self.backend.change_watch(), None if self.keep_vectors else 0)
+                backend = self.backend
+                # A one-shot command keeps nothing between queries: no connection to a server to
+                # watch it with (SQLite's watch is a file's, and cheap).
+                keeps = self.keep_vectors or isinstance(backend, SqliteBackend)
+                watch = backend.change_watch() if keeps else None
+                self._vectors = VectorCache(watch, None if self.keep_vectors else 0)
         return self._vectors
 
     # --- config -------------------------------------------------------------------------------
