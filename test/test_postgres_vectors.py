@@ -34,6 +34,10 @@ QUERIES = [
 ]
 
 
+# The keyword tests' documents but the two long ones (half a minute of embedding on 2 cores).
+SHORT_DOCS = {path: text for path, text in DOCS.items() if len(text) < 2000}
+
+
 def _write(root: Path, docs: dict[str, str]) -> None:
     for rel, text in docs.items():
         path = root / rel
@@ -48,7 +52,7 @@ def both(cli: Callable[..., CliResult], postgres_url: str, tmp_path: Path, model
     sample = tmp_path / "sample"
     shutil.copytree(SAMPLE, sample)
     docs = tmp_path / "docs"
-    _write(docs, DOCS)
+    _write(docs, SHORT_DOCS)
     pg = ("--index", postgres_url)
     for folder, name in ((sample, "sample"), (docs, "docs")):
         assert cli("collection", "add", folder, "--name", name, "--mask", "**/*").exit_code == 0
@@ -235,7 +239,7 @@ def test_status_counts_pending_chunks_alike(cli, postgres_url: str, model: Path,
     sample = tmp_path / "sample"
     shutil.copytree(SAMPLE, sample)
     docs = tmp_path / "docs"
-    _write(docs, DOCS)
+    _write(docs, SHORT_DOCS)
     pg = ("--index", postgres_url)
     for folder, name in ((sample, "sample"), (docs, "docs")):
         assert cli("collection", "add", folder, "--name", name).exit_code == 0
@@ -279,7 +283,7 @@ def test_an_interrupted_embed_keeps_its_batches_and_resumes(model: Path, postgre
     corpus.mkdir()
     for i in range(70):
         (corpus / f"n{i:03}.md").write_text(
-            f"# Note {i}\n\n" + f"word{i} sentence about item {i}. " * 60, encoding="utf-8"
+            f"# Note {i}\n\n" + f"word{i} sentence about item {i}. " * 30, encoding="utf-8"
         )
     env = {**os.environ, "TANSAKU_PYTHON": sys.executable, "TANSAKU_EMBED_WINDOW": "510",
            "PYTHONPATH": str(REPO / "src")}  # fmt: skip
@@ -291,7 +295,7 @@ def test_an_interrupted_embed_keeps_its_batches_and_resumes(model: Path, postgre
     deadline = time.monotonic() + 120
     done = 0
     while time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.2)
+        time.sleep(0.1)
         done = _vector_rows(postgres_url)
         if done >= 32:
             break
