@@ -328,3 +328,34 @@ def test_a_second_embed_waits_then_says_it_is_running(cli, postgres_url: str, sa
         assert locked.error()["code"] == "INDEX_LOCKED"
         assert f"server pid {holder.info.backend_pid}" in locked.error()["message"]
     assert cli("--index", postgres_url, "embed").exit_code == 0
+
+
+def test_quick_vectors_count_and_go_as_the_quick_pass_expects(cli, postgres_url: str, sample: Path) -> None:
+    """The quick pass's store functions (a chunk's quick vector is window -1): a chunk with only a
+    quick vector is still pending for the full pass but not for the quick one, is counted as
+    quick, and loses it when unlink_quick runs."""
+    from tansaku.index.chunks import params_for
+    from tansaku.store.backend import open_backend, writing
+    from tansaku.store.postgres import vectors as pg_vectors
+
+    assert cli("--index", postgres_url, "collection", "add", sample, "--name", "sample").exit_code == 0
+    from tansaku.api import Tansaku
+
+    params = params_for(Tansaku().config().collections["sample"]).fingerprint()
+    backend = open_backend(postgres_url)
+    fingerprint = "quick:plain:c2"
+    with writing(backend, "test") as conn:
+        (first, *rest) = pg_vectors.pending_chunks(conn, fingerprint, "sample", params)
+        pg_vectors.link_chunks(
+            conn, [(fingerprint, first[0], params, first[1], pg_vectors.QUICK_WINDOW, 1, 1, 1)]
+        )
+    with backend.reading() as conn:
+        assert first in pg_vectors.pending_chunks(conn, fingerprint, "sample", params)
+        assert first not in pg_vectors.pending_chunks(conn, fingerprint, "sample", params, quick=True)
+        assert len(pg_vectors.pending_chunks(conn, fingerprint, "sample", params, quick=True)) == len(rest)
+        assert pg_vectors.collection_quick_count(conn, "sample", params, fingerprint) == 1
+        assert pg_vectors.collection_vector_counts(conn, "sample", params, fingerprint)[0] == 0
+    with writing(backend, "test") as conn:
+        pg_vectors.unlink_quick(conn, fingerprint, params, [first])
+    with backend.reading() as conn:
+        assert pg_vectors.collection_quick_count(conn, "sample", params, fingerprint) == 0

@@ -212,19 +212,52 @@ def clear(conn: Any, fingerprint: str, hashes: Sequence[str]) -> None:
         )
 
 
-def pending_chunks(conn: Any, fingerprint: str, collection: str, params: str) -> list[tuple[str, int]]:
-    """(content hash, seq) of this collection's chunks with no vector (nor failure) for the model."""
+# The window number of a chunk's quick vector (its title, headings and first tokens, embedded before
+# its full windows 0, 1, ...): store/vectors.py's QUICK_WINDOW, which `embed`'s quick pass uses.
+QUICK_WINDOW = -1
+
+
+def pending_chunks(
+    conn: Any, fingerprint: str, collection: str, params: str, *, quick: bool = False
+) -> list[tuple[str, int]]:
+    """(content hash, seq) of this collection's chunks with no vector (nor failure) for the model;
+    ``quick``: with no vector at all, quick or full (what the quick pass embeds)."""
+    windows = "" if quick else f" AND v.window_no <> {QUICK_WINDOW}"
     rows = conn.execute(
         "SELECT DISTINCT c.hash, c.seq FROM documents AS d"
         " JOIN chunks AS c ON c.hash = d.hash AND c.params = %s WHERE d.collection = %s"
         " AND NOT EXISTS (SELECT 1 FROM chunk_vectors AS v WHERE v.fingerprint = %s AND v.hash = c.hash"
-        "   AND v.chunk_params = c.params AND v.seq = c.seq)"
+        f"   AND v.chunk_params = c.params AND v.seq = c.seq{windows})"
         " AND NOT EXISTS (SELECT 1 FROM embed_failures AS f WHERE f.fingerprint = %s AND f.hash = c.hash"
         "   AND f.chunk_params = c.params AND f.seq = c.seq)"
         " ORDER BY c.hash, c.seq",
         (params, collection, fingerprint, fingerprint),
     ).fetchall()
     return [(row[0], row[1]) for row in rows]
+
+
+def unlink_quick(conn: Any, fingerprint: str, params: str, chunks: Iterable[tuple[str, int]]) -> None:
+    """Drop the quick vectors of chunks whose full windows are now linked (``prune`` then frees
+    the embeddings nothing else uses)."""
+    rows = [(fingerprint, content_hash, params, seq) for content_hash, seq in chunks]
+    if rows:
+        conn.executemany(
+            "DELETE FROM chunk_vectors WHERE fingerprint = %s AND hash = %s AND chunk_params = %s"
+            f" AND seq = %s AND window_no = {QUICK_WINDOW}",
+            rows,
+        )
+
+
+def collection_quick_count(conn: Any, collection: str, params: str, fingerprint: str | None) -> int:
+    """Chunks of the collection searched by their quick vector only (no full windows yet)."""
+    if fingerprint is None:
+        return 0
+    row = conn.execute(
+        "SELECT count(*) FROM chunk_vectors WHERE fingerprint = %s AND chunk_params = %s"
+        f" AND window_no = {QUICK_WINDOW} AND hash IN (SELECT hash FROM documents WHERE collection = %s)",
+        (fingerprint, params, collection),
+    ).fetchone()
+    return int(row[0])
 
 
 def collection_vector_counts(
