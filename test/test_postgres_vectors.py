@@ -283,7 +283,7 @@ def test_an_interrupted_embed_keeps_its_batches_and_resumes(model: Path, postgre
     corpus.mkdir()
     for i in range(70):
         (corpus / f"n{i:03}.md").write_text(
-            f"# Note {i}\n\n" + f"word{i} sentence about item {i}. " * 30, encoding="utf-8"
+            f"# Note {i}\n\n" + f"word{i} sentence about item {i}. " * 60, encoding="utf-8"
         )
     env = {**os.environ, "TANSAKU_PYTHON": sys.executable, "TANSAKU_EMBED_WINDOW": "510",
            "PYTHONPATH": str(REPO / "src")}  # fmt: skip
@@ -295,7 +295,7 @@ def test_an_interrupted_embed_keeps_its_batches_and_resumes(model: Path, postgre
     deadline = time.monotonic() + 120
     done = 0
     while time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.1)
+        time.sleep(0.2)
         done = _vector_rows(postgres_url)
         if done >= 32:
             break
