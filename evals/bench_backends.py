@@ -20,7 +20,12 @@ locations; the load average is printed with every figure (the machine may be sha
 ``--files N`` measures evals/corpus_gen.py's synthetic corpus of N files instead (generated once
 into evals/cache/), with bench_foundation.py's queries.
 
-Not measured yet (docs/backends.md, the plan): vector search, 8 concurrent clients.
+``--vectors`` also embeds each corpus on both backends with the configured embedding model
+(``TANSAKU_EMBED_MODEL``) and compares ``vsearch`` for every query: the same top 10 (paths in
+order, scores within 1e-4), and p50 / p95 in-process as a one-shot command runs it (vectors not
+kept in memory: sqlite-vec's scan on SQLite, the server's scan or HNSW index on PostgreSQL).
+
+Not measured yet (docs/backends.md, the plan): 8 concurrent clients.
 """
 
 from __future__ import annotations
@@ -157,6 +162,52 @@ def measure(corpus: str, url: str, work: Path, root: Path, queries: list[str]) -
     return report
 
 
+def measure_vectors(report: dict[str, Any], url: str, queries: list[str]) -> None:
+    """Embed on both backends, then vsearch every query on each (module docstring)."""
+    from tansaku.api import Tansaku
+
+    apis = {"sqlite": Tansaku(keep_vectors=False), "postgresql": Tansaku(url, keep_vectors=False)}
+    report["embed_s"] = {}
+    for name, api in apis.items():
+        started = time.perf_counter()
+        done = api.embed()
+        report["embed_s"][name] = time.perf_counter() - started
+        report["chunks"] = sum(c.pending for c in done.collections)
+    report["embed_s"]["load"] = load()
+    times: dict[str, list[float]] = {"sqlite": [], "postgresql": []}
+    differ = []
+    for query in queries:
+        tops = {}
+        for name, api in apis.items():
+            started = time.perf_counter()
+            result = api.vsearch(query, limit=10, min_score=0.0)
+            times[name].append((time.perf_counter() - started) * 1000)
+            tops[name] = [(hit.path, hit.score) for hit in result.hits]
+        same = [p for p, _ in tops["sqlite"]] == [p for p, _ in tops["postgresql"]] and all(
+            abs(a - b) <= 1e-4 for (_, a), (_, b) in zip(tops["sqlite"], tops["postgresql"], strict=True)
+        )
+        if not same:
+            differ.append({"query": query, "sqlite": tops["sqlite"], "postgresql": tops["postgresql"]})
+    report["vector_identical_top10"] = len(queries) - len(differ)
+    report["vector_differ"] = differ
+    report["vsearch_ms"] = {
+        name: {"p50": percentile(values, 0.5), "p95": percentile(values, 0.95)}
+        for name, values in times.items()
+    }
+    report["vsearch_ms"]["load"] = load()
+
+
+def vector_summary(report: dict[str, Any]) -> str:
+    took, embed = report["vsearch_ms"], report["embed_s"]
+    return (
+        f"  vectors: {report['chunks']} chunks; embed sqlite {embed['sqlite']:.1f} s, postgresql"
+        f" {embed['postgresql']:.1f} s (load {embed['load']}); {report['vector_identical_top10']}/"
+        f"{report['queries']} queries identical vsearch top 10; vsearch p50/p95 ms sqlite"
+        f" {took['sqlite']['p50']:.1f}/{took['sqlite']['p95']:.1f}, postgresql"
+        f" {took['postgresql']['p50']:.1f}/{took['postgresql']['p95']:.1f} (load {took['load']})"
+    )
+
+
 def summary(report: dict[str, Any]) -> str:
     cold, same, took = report["cold_update_s"], report["nochange_update_s"], report["search_ms"]
     return (
@@ -175,6 +226,7 @@ def main() -> None:
     parser.add_argument("--corpus", action="append", help="corpus names (default: every fetched one)")
     parser.add_argument("--json", type=Path, help="write the report here as well")
     parser.add_argument("--files", type=int, help="evals/corpus_gen.py's synthetic corpus of this many files")
+    parser.add_argument("--vectors", action="store_true", help="also embed and compare vsearch")
     args = parser.parse_args()
     if args.files:
         corpora = [f"synthetic-{args.files}"]
@@ -202,6 +254,11 @@ def main() -> None:
             print(summary(report), flush=True)
             for item in report["differ"]:
                 print(f"  differs: {item['query']!r}", flush=True)
+            if args.vectors:
+                measure_vectors(report, url, queries)
+                print(vector_summary(report), flush=True)
+                for item in report["vector_differ"]:
+                    print(f"  vsearch differs: {item['query']!r}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 

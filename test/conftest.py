@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import io
 import json
@@ -9,9 +10,10 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,15 +49,43 @@ class CliResult:
         return json.loads(self.stderr)["error"]
 
 
-# TANSAKU_TEST_BACKEND=postgresql runs the tests with their index in PostgreSQL: each test's
-# config starts with `[index] url = ...` naming a fresh database (see docs/backends.md). Tests about
-# the SQLite file itself, or that replace the config file, still use SQLite.
+# Where a test's index lives. A module marked `pytest.mark.both_backends` runs each of its tests
+# twice, with a SQLite index and with a PostgreSQL one (a fresh database per test, named by the
+# config's `[index] url`), except the tests marked `sqlite_only` (about the SQLite file itself),
+# the tests that use no index, and snapshot tests (SQLite only: see pytest_generate_tests).
+# TANSAKU_TEST_BACKEND=postgresql puts every other test's index in PostgreSQL too (see
+# docs/backends.md); tests about the SQLite file, or that replace the config file, still use SQLite.
 BACKEND_ENV = "TANSAKU_TEST_BACKEND"
+BACKENDS = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "index_backend" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("both_backends") is None:
+        return
+    if metafunc.definition.get_closest_marker("sqlite_only") is not None:
+        return
+    # A test without an index (no CLI runner, no indexed sample) would only run twice alike; a
+    # snapshot test compares with SQLite's recorded output, whose name has no backend in it.
+    if not {"cli", "indexed"} & set(metafunc.fixturenames) or "snapshot" in metafunc.fixturenames:
+        return
+    metafunc.parametrize("index_backend", BACKENDS, indirect=True)
+
+
+@pytest.fixture
+def index_backend(request: pytest.FixtureRequest) -> str:
+    """``sqlite`` or ``postgresql``: where this test's index lives."""
+    if request.node.get_closest_marker("sqlite_only") is not None:
+        return "sqlite"
+    return str(getattr(request, "param", None) or os.environ.get(BACKEND_ENV) or "sqlite")
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Path:
-    if os.environ.get(BACKEND_ENV) == "postgresql":
+def isolated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, index_backend: str
+) -> Path:
+    if index_backend == "postgresql":
         url = request.getfixturevalue("postgres_url")
         (tmp_path / "config").mkdir()
         (tmp_path / "config" / "index.toml").write_text(f'[index]\nurl = "{url}"\n', encoding="utf-8")
@@ -69,6 +99,42 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.Fi
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
     return tmp_path
+
+
+class _Qmark:
+    """A psycopg connection that takes SQLite's ``?`` placeholders, for the tests' own SQL."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        return self.raw.execute(sql.replace("?", "%s"), params)
+
+
+@contextlib.contextmanager
+def index_sql(index_path: Path) -> Iterator[Any]:
+    """An autocommit connection to the test's index, SQLite or PostgreSQL, whichever the config
+    names (its ``[index] url``): for tests that read or change rows behind tansaku's back. The
+    SQL must mean the same on both (tables both schemas share, ``?`` placeholders)."""
+    import tomllib
+
+    config = Path(os.environ["TANSAKU_CONFIG_DIR"]) / "index.toml"
+    url = None
+    if config.exists():
+        url = tomllib.loads(config.read_text(encoding="utf-8")).get("index", {}).get("url")
+    if url is None:
+        import sqlean
+
+        conn = sqlean.connect(str(index_path), isolation_level=None)
+        try:
+            yield conn
+        finally:
+            conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as raw:
+        yield _Qmark(raw)
 
 
 @pytest.fixture

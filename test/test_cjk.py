@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tansaku.text import cjk
 
-pytestmark = pytest.mark.cjk
+pytestmark = [pytest.mark.cjk, pytest.mark.both_backends]
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlean
+
+from .conftest import index_sql
+
+pytestmark = pytest.mark.both_backends
 
 # The `cli` fixture's results (conftest.CliResult); not imported so the tests run whether or not
 # test/ is a package.
@@ -136,6 +139,7 @@ def test_add_through_a_symlink_stores_the_real_folder(cli: Cli, sample: Path, tm
     assert info["documents"] == 13  # type: ignore[index]
 
 
+@pytest.mark.sqlite_only("expects no config file (the PostgreSQL run has one naming the database)")
 def test_add_folder_name_that_is_not_a_valid_name_needs_name(
     cli: Cli, sample: Path, tmp_path: Path, config_path: Path
 ) -> None:
@@ -211,6 +215,7 @@ BAD_ADDS = [
 ]
 
 
+@pytest.mark.sqlite_only("expects no config file and no SQLite file")
 @pytest.mark.parametrize(("case", "code"), BAD_ADDS)
 def test_refused_add_on_a_fresh_setup_creates_nothing(
     cli: Cli, sample: Path, tmp_path: Path, config_path: Path, index_path: Path, case: str, code: str
@@ -220,6 +225,7 @@ def test_refused_add_on_a_fresh_setup_creates_nothing(
     assert not index_path.exists()
 
 
+@pytest.mark.sqlite_only("compares the SQLite file byte for byte")
 @pytest.mark.parametrize(("case", "code"), BAD_ADDS)
 def test_refused_add_leaves_the_config_byte_identical(
     cli: Cli,
@@ -260,6 +266,7 @@ def test_bad_glob_names_the_mask(cli: Cli, sample: Path) -> None:
 # --- add --dry-run --------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("expects no config file and no SQLite file")
 def test_add_dry_run_lists_files_and_writes_nothing(
     cli: Cli, sample: Path, config_path: Path, index_path: Path
 ) -> None:
@@ -274,6 +281,7 @@ def test_add_dry_run_lists_files_and_writes_nothing(
     assert ok_json(cli("collection", "list", "--json")) == []
 
 
+@pytest.mark.sqlite_only("compares the SQLite file byte for byte")
 def test_add_dry_run_next_to_an_existing_collection_changes_nothing(
     cli: Cli, indexed: Path, mixed: Path, config_path: Path, index_path: Path
 ) -> None:
@@ -347,6 +355,7 @@ def test_show_reflects_hook_and_exclusion(cli: Cli, indexed: Path) -> None:
     assert re.search(r"^included:\s+no", text, re.M)
 
 
+@pytest.mark.sqlite_only("writes its own config file")
 def test_show_before_any_index_exists(cli: Cli, sample: Path, config_path: Path, index_path: Path) -> None:
     # A hand-written config: the collection is known but was never indexed.
     config_path.parent.mkdir(parents=True)
@@ -447,12 +456,9 @@ def test_remove_drops_documents_but_not_files(cli: Cli, indexed: Path, mixed: Pa
 
 def test_remove_deletes_the_index_rows(cli: Cli, indexed: Path, index_path: Path) -> None:
     ok_json(cli("collection", "remove", "sample", "--json"))
-    conn = sqlean.connect(index_path)
-    try:
+    with index_sql(index_path) as conn:
         for table in ("documents", "content", "collection_state"):
             assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
-    finally:
-        conn.close()
 
 
 def test_remove_then_add_again_starts_fresh(cli: Cli, indexed: Path) -> None:
@@ -574,6 +580,7 @@ UNKNOWN = [
 ]
 
 
+@pytest.mark.sqlite_only("compares the SQLite file byte for byte")
 @pytest.mark.parametrize("args", UNKNOWN, ids=" ".join)
 def test_unknown_collection_is_reported_and_nothing_changes(
     cli: Cli, indexed: Path, config_path: Path, index_path: Path, args: tuple[str, ...]

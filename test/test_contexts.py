@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.both_backends
+
 # The `cli` fixture's results (conftest.CliResult); not imported so the tests run whether or not
 # test/ is a package.
 CliResult = Any
@@ -183,6 +185,7 @@ def test_search_results_carry_contexts_most_general_first(cli: Cli, indexed: Pat
     assert contexts_of(cli, "tests", "README.md") == ["global", "collection"]
 
 
+@pytest.mark.sqlite_only("writes its own config file")
 def test_hand_edited_contexts_in_any_order(cli: Cli, indexed: Path, config_path: Path) -> None:
     # The file is for people too: its order must not decide the order of the results.
     config_path.write_text(
@@ -266,6 +269,7 @@ def test_rm_missing_is_not_found(cli: Cli, indexed: Path, config_path: Path) -> 
     assert config_path.read_bytes() == before
 
 
+@pytest.mark.sqlite_only("expects no config file")
 def test_rm_with_no_config_at_all(cli: Cli, config_path: Path) -> None:
     failed(cli("context", "rm", "/", "--json"), "CONTEXT_NOT_FOUND", 1)
     assert not config_path.exists()
@@ -302,6 +306,7 @@ def test_check_with_global_first(cli: Cli, indexed: Path) -> None:
     assert "/" not in missing(cli)
 
 
+@pytest.mark.sqlite_only("writes its own config file")
 def test_check_without_an_index(cli: Cli, sample: Path, config_path: Path, index_path: Path) -> None:
     config_path.parent.mkdir(parents=True)
     config_path.write_text(f'[collections.sample]\npath = "{sample}"\n', encoding="utf-8")

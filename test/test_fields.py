@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import index_sql
+
+pytestmark = pytest.mark.both_backends
+
 REPO = Path(__file__).resolve().parent.parent
 FIELDS = REPO / "fixtures" / "fields"
 WORD = "garden"  # in every note of the fixture
@@ -183,16 +187,11 @@ def test_every_format_renders_fields(cli, fmt, snapshot, garden: Path):
 
 
 def _field_rows(index_path: Path) -> list[tuple[str, str]]:
-    import sqlean
-
-    conn = sqlean.connect(str(index_path))
-    try:
+    with index_sql(index_path) as conn:
         rows = conn.execute(
             "SELECT d.path, f.value FROM document_fields AS f LEFT JOIN documents AS d ON d.id = f.doc_id"
             " WHERE f.name = 'title' ORDER BY f.value"
         ).fetchall()
-    finally:
-        conn.close()
     return [(row[0], row[1]) for row in rows]
 
 
@@ -217,6 +216,7 @@ def test_fields_follow_their_text_through_moves_changes_and_deletions(cli, garde
     assert _field_rows(index_path) == []
 
 
+@pytest.mark.sqlite_only("downgrades the SQLite file's schema")
 def test_an_index_from_before_fields_is_upgraded_and_read_again(cli, garden: Path, index_path: Path):
     import sqlean
 
@@ -248,6 +248,7 @@ def test_only_markdown_front_matter_is_read(cli, tmp_path: Path):
     assert [hit["path"] for hit in hits] == ["a.md"]
 
 
+@pytest.mark.sqlite_only("transcript collections are not on PostgreSQL yet")
 def test_where_leaves_transcript_collections_out_and_says_so(cli, garden: Path, tmp_path: Path):
     transcripts = REPO / "fixtures" / "transcripts" / "claude"
     shutil.copytree(transcripts, tmp_path / "claude")
@@ -269,6 +270,7 @@ def test_transcript_options_on_file_collections_keep_the_filter(cli):
         assert [Path(hit["path"]).stem for hit in data["results"]] == ["beta"], command
 
 
+@pytest.mark.sqlite_only("transcript collections are not on PostgreSQL yet")
 def test_fields_on_a_search_of_files_and_transcripts(cli, garden: Path, tmp_path: Path):
     shutil.copytree(REPO / "fixtures" / "transcripts" / "claude", tmp_path / "claude")
     assert cli("collection", "add", "--type", "claude", tmp_path / "claude").exit_code == 0

@@ -12,7 +12,7 @@ from tansaku.search.vector_cache import MEMORY_BUDGET_ENV
 
 from .models_fixture import requires_llama, requires_minilm
 
-pytestmark = [requires_llama, requires_minilm]
+pytestmark = [requires_llama, requires_minilm, pytest.mark.both_backends]
 
 FIELDS = Path(__file__).resolve().parent.parent / "fixtures" / "fields"
 QUERY = "sharpen the garden shears in the tool shed"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.usefixtures("indexed")
+pytestmark = [pytest.mark.usefixtures("indexed"), pytest.mark.both_backends]
 
 
 def docid_of(path: Path) -> str:

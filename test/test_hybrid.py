@@ -11,6 +11,8 @@ from tansaku.hybrid.pipeline import hybrid_query
 from tansaku.hybrid.trust import keyword_confidence, vector_peak, vector_weight
 from tansaku.types import Hit, Notice, SearchResult, Snippet
 
+pytestmark = pytest.mark.both_backends
+
 
 def ranked(name: str, keys: str, weight: float = 2.0) -> RankedList:
     return RankedList(name, tuple(keys), tuple(1.0 - i / 10 for i in range(len(keys))), weight)
@@ -383,6 +385,7 @@ def test_reranking_keeps_the_leading_definitions_in_place_and_reranks_the_rest()
     assert scores == sorted(scores, reverse=True) and outcome is not None
 
 
+@pytest.mark.sqlite_only("opens the SQLite file")
 @pytest.mark.usefixtures("indexed")
 def test_is_name_lookup(index_path: Path) -> None:
     from tansaku.search.keyword import is_name_lookup

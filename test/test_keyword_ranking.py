@@ -14,6 +14,8 @@ from tansaku.search.keyword import command_term
 from tansaku.search.query import fts_expression, parse_query, required_terms
 from tansaku.store import db
 
+pytestmark = pytest.mark.both_backends
+
 FILLER = "\n".join(
     f"Paragraph {i} talks about files, processes and the operating system." for i in range(300)
 )
@@ -598,6 +600,7 @@ def program_of(index_path: Path, query: str) -> str | None:
     return None if term is None else term.text
 
 
+@pytest.mark.sqlite_only("reads FTS5 through the SQLite file")
 def test_a_message_names_its_program_only_where_a_page_is_titled_by_it(corpus, code_corpus, index_path):
     # man8/umount.8.txt is umount's page; no page is titled "pkg", the program of CODE_DOCS.
     assert program_of(index_path, "umount: /mnt/data: target is busy.") == "umount"
@@ -634,6 +637,7 @@ WORDS = ["os", "path", "join", "environ", "restore", "laptop", "du", "mtime", "z
 JOINERS = [".", "_", "::", "->", "/", "-", " ", "=", "'s "]
 
 
+@pytest.mark.sqlite_only("counts FTS5 matches in the SQLite file")
 @pytest.mark.usefixtures("corpus")
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(

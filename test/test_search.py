@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.usefixtures("indexed")
+from .conftest import index_sql
+
+pytestmark = [pytest.mark.usefixtures("indexed"), pytest.mark.both_backends]
 
 
 def paths(result) -> list[str]:
@@ -283,13 +285,9 @@ def test_scores_after_updates_equal_a_fresh_index(cli, indexed: Path, tmp_path: 
 
 
 def test_an_older_indexer_version_re_reads_unchanged_files(cli, indexed: Path, index_path: Path):
-    import sqlean
-
-    conn = sqlean.connect(str(index_path))
-    conn.execute("UPDATE documents SET title = 'stale title'")
-    conn.execute("UPDATE collection_state SET indexer_version = 1")
-    conn.commit()
-    conn.close()
+    with index_sql(index_path) as conn:
+        conn.execute("UPDATE documents SET title = 'stale title'")
+        conn.execute("UPDATE collection_state SET indexer_version = 1")
     report = cli("update", "--json").json()["collections"][0]
     assert len(report["updated"]) == 13 and report["unchanged"] == 0
     assert cli("search", "compression", "--json").json()["results"][0]["title"] == "Compression settings"

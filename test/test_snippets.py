@@ -7,6 +7,8 @@ from hypothesis import strategies as st
 from tansaku.search.snippets import best_snippet, split_lines, term_matcher
 from tansaku.types import Snippet
 
+pytestmark = pytest.mark.both_backends
+
 
 def numbered(count: int) -> str:
     return "\n".join(f"line {i}" for i in range(1, count + 1)) + "\n"

@@ -11,6 +11,10 @@ from typing import Any
 import pytest
 import sqlean
 
+from .conftest import index_sql
+
+pytestmark = pytest.mark.both_backends
+
 # The `cli` fixture's results (conftest.CliResult); not imported so the tests run whether or not
 # test/ is a package.
 CliResult = Any
@@ -41,26 +45,20 @@ def by_name(data: dict) -> dict[str, dict]:
 
 def rows(index_path: Path, collection: str = "sample") -> dict[str, tuple]:
     """path -> (id, hash, size, mtime_ns, indexed_at), straight from the index."""
-    conn = sqlean.connect(index_path)
-    try:
+    with index_sql(index_path) as conn:
         return {
             r[0]: tuple(r[1:])
             for r in conn.execute(
                 "SELECT path, id, hash, size, mtime_ns, indexed_at FROM documents WHERE collection = ?",
                 (collection,),
-            )
+            ).fetchall()
         }
-    finally:
-        conn.close()
 
 
 def stamp(index_path: Path) -> None:
     """Mark every row as indexed long ago, so any re-indexing shows as a changed indexed_at."""
-    conn = sqlean.connect(index_path, isolation_level=None)
-    try:
+    with index_sql(index_path) as conn:
         conn.execute("UPDATE documents SET indexed_at = ?", (SENTINEL,))
-    finally:
-        conn.close()
 
 
 def paths_for(cli: Cli, query: str, *args: str) -> list[str]:
@@ -317,6 +315,7 @@ def test_cli_update_output_names_skipped_and_repaired(cli: Cli, indexed: Path) -
 # --- dry run -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("compares the SQLite file byte for byte")
 def test_dry_run_reports_exactly_what_update_does(cli: Cli, indexed: Path, index_path: Path) -> None:
     write(indexed / "guides" / "backups.md", "# Nightly backups\n\nNow with a pangolin.\n")
     (indexed / "notes" / "ideas.md").unlink()
@@ -477,6 +476,7 @@ def test_hooks_run_only_on_a_real_update(cli: Cli, indexed: Path, tmp_path: Path
     assert marker.read_text() == "ran\n"
 
 
+@pytest.mark.sqlite_only("writes its own config file")
 def test_add_does_not_run_other_collections_hooks(cli: Cli, sample: Path, config_path: Path) -> None:
     # A config written by hand may carry a hook before the collection was ever indexed.
     config_path.parent.mkdir(parents=True)
@@ -544,6 +544,7 @@ def held_lock(indexed: Path, index_path: Path) -> Iterator[sqlean.Connection]:
         conn.close()
 
 
+@pytest.mark.sqlite_only("the SQLite writer lock (PostgreSQL's: test_postgres_backend.py)")
 def test_second_writer_gives_up_clearly(
     cli: Cli, indexed: Path, index_path: Path, held_lock: sqlean.Connection
 ) -> None:
@@ -564,6 +565,7 @@ def test_second_writer_gives_up_clearly(
     assert paths_for(cli, "ibex") == ["new.md"]
 
 
+@pytest.mark.sqlite_only("the SQLite writer's lock file")
 def test_locked_index_leaves_no_lock_file(
     cli: Cli, indexed: Path, index_path: Path, held_lock: sqlean.Connection
 ) -> None:
@@ -571,6 +573,7 @@ def test_locked_index_leaves_no_lock_file(
     assert not index_path.with_name(index_path.name + ".writer").exists()
 
 
+@pytest.mark.sqlite_only("the SQLite writer lock")
 @pytest.mark.parametrize(
     "args",
     [
@@ -589,6 +592,7 @@ def test_locked_index_refuses_config_changes_that_need_it(
     assert config_path.read_bytes() == before
 
 
+@pytest.mark.sqlite_only("the SQLite writer lock")
 def test_add_on_a_locked_index_does_not_register_the_collection(
     cli: Cli, config_path: Path, tmp_path: Path, held_lock: sqlean.Connection
 ) -> None:

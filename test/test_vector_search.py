@@ -1,5 +1,7 @@
 """vsearch's search path: vectors read in blocks from vec0, kept in memory while the index is
-unchanged, and the KNN fallback above the memory budget, all with the real MiniLM model."""
+unchanged, and the KNN fallback above the memory budget, all with the real MiniLM model. The
+tests marked both_backends run on PostgreSQL too (its change watch, its nearest-neighbour search);
+the others are about this path's own code, the same on both."""
 
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ def test_block_reader_matches_the_virtual_table_after_deletions(cli, embedded: P
     assert np.array_equal(block_matrix[block_order], matrix[order])
 
 
+@pytest.mark.both_backends
 def test_a_kept_api_answers_from_memory_until_the_index_changes(cli, embedded: Path):
     api = Tansaku()
     first = api.vsearch(QUERY, limit=3)
@@ -79,6 +82,7 @@ def test_a_kept_api_answers_from_memory_until_the_index_changes(cli, embedded: P
     assert "guides/recovery.md" in [hit.path for hit in after.hits]
 
 
+@pytest.mark.both_backends
 def test_over_the_memory_budget_knn_gives_the_same_top_results(embedded: Path, monkeypatch):
     in_memory = Tansaku()
     expected = in_memory.vsearch(QUERY, limit=5, min_score=0.0)
@@ -129,6 +133,7 @@ def test_change_watch_sees_commits_and_a_replaced_file(tmp_path: Path):
     watch.close()
 
 
+@pytest.mark.both_backends
 def test_on_disk_fetches_more_neighbours_when_one_document_fills_them(cli, model, tmp_path: Path):
     import random
 

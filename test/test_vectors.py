@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import sqlean
 
-from .conftest import REPO
+from .conftest import REPO, index_sql
 from .models_fixture import requires_llama, requires_minilm
 
-pytestmark = [requires_llama, requires_minilm]
+pytestmark = [requires_llama, requires_minilm, pytest.mark.both_backends]
 
 
 def embed(cli, *args: str) -> dict:
@@ -28,11 +28,8 @@ def embed(cli, *args: str) -> dict:
 
 
 def vector_rows(index_path: Path) -> int:
-    conn = sqlean.connect(str(index_path))
-    try:
+    with index_sql(index_path) as conn:
         return conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
-    finally:
-        conn.close()
 
 
 @pytest.mark.usefixtures("indexed")
@@ -186,6 +183,7 @@ def test_removing_documents_removes_their_vectors(cli, model, indexed: Path, ind
     assert vector_rows(index_path) == 0
 
 
+@pytest.mark.sqlite_only("the embed lock file (PostgreSQL's: test_postgres_vectors.py)")
 @pytest.mark.usefixtures("indexed")
 def test_a_second_embed_waits_then_says_who_holds_the_lock(cli, model, index_path: Path):
     from tansaku.index.locks import exclusive_lock
@@ -199,6 +197,7 @@ def test_a_second_embed_waits_then_says_who_holds_the_lock(cli, model, index_pat
     assert embed(cli)["collections"][0]["embedded"] == 13
 
 
+@pytest.mark.sqlite_only("a subprocess on the SQLite file (PostgreSQL: test_postgres_vectors.py)")
 @pytest.mark.subprocess
 def test_interrupted_embed_keeps_finished_batches_and_resumes(model, tmp_path: Path):
     corpus = tmp_path / "many"
@@ -316,6 +315,7 @@ class _FailsOnMarker:
         return self.inner.embed(texts)
 
 
+@pytest.mark.sqlite_only("calls embed_collections with the SQLite file")
 @pytest.mark.usefixtures("indexed")
 def test_a_failing_chunk_is_reported_and_skipped(cli, model, index_path: Path):
     from tansaku.api import Tansaku
@@ -371,9 +371,10 @@ def test_a_new_embedded_text_version_makes_vectors_stale_then_replaces_them(
     status = cli("status", "--json").json()["collections"][0]
     assert status["vectors"] == first["embedded"] and status["stale_vectors"] == 0, status
     # The older version's vectors are gone from the index, not only from the counts.
-    conn = sqlean.connect(str(index_path))
-    fingerprints = {row[0] for row in conn.execute("SELECT DISTINCT fingerprint FROM embeddings")}
-    conn.close()
+    with index_sql(index_path) as conn:
+        fingerprints = {
+            row[0] for row in conn.execute("SELECT DISTINCT fingerprint FROM embeddings").fetchall()
+        }
     assert len(fingerprints) == 1, fingerprints
     search = cli("vsearch", "restore a file", "--json").json()
     assert search["results"] and "STALE_VECTORS" not in [w["code"] for w in search["warnings"]]

@@ -82,7 +82,12 @@ class Tansaku(ContextMethods, TranscriptMethods):
 
         with self._creating:  # two threads of a server must not each read the vectors
             if self._vectors is None:
-                self._vectors = VectorCache(self.index_path, None if self.keep_vectors else 0)
+                backend = self.backend
+                # A one-shot command keeps nothing between queries: no connection to a server to
+                # watch it with (SQLite's watch is a file's, and cheap).
+                keeps = self.keep_vectors or isinstance(backend, SqliteBackend)
+                watch = backend.change_watch() if keeps else None
+                self._vectors = VectorCache(watch, None if self.keep_vectors else 0)
         return self._vectors
 
     # --- config -------------------------------------------------------------------------------
@@ -439,24 +444,25 @@ class Tansaku(ContextMethods, TranscriptMethods):
         from .models.embedding import embed_model, embedder_for, prompt_format_of
         from .models.threads import resolve_threads
 
-        index_path = self.index_path  # first: on another backend, say so before asking for a model
+        backend = self.backend
         config = self.config()
         chosen = [self._collection(config, n) for n in dict.fromkeys(collections)] or config.collection_list()
         threads = resolve_threads(self.config_path).batch
         quick_pass = QuickPass.from_setting(quick)
         ref = embed_model(self.config_path)
         prompt = prompt_format_of(ref, self.config_path)
-        if not index_path.exists():
-            db.open_read(index_path)  # raises INDEX_MISSING with its hint
+        if not backend.exists():
+            with backend.reading():  # raises INDEX_MISSING with its hint
+                pass
         if ref.endpoint is not None:
             from .index.remote_embed import embed_remote
 
             return embed_remote(
-                index_path, self.config_path, ref, chosen, prompt,
+                backend, self.config_path, ref, chosen, prompt,
                 force=force, progress=progress, consent=consent,
             )  # fmt: skip
         return embed_collections(
-            index_path,
+            backend,
             chosen,
             str(ref.local_path),
             prompt,
@@ -688,7 +694,7 @@ class Tansaku(ContextMethods, TranscriptMethods):
         """A document's chunks as stored; computed (not stored) when `update` has not made them yet."""
         from .inspect.chunks import document_chunks
 
-        return document_chunks(self.index_path, self.config(), ref, chunk_strategy)
+        return document_chunks(self.backend, self.config(), ref, chunk_strategy)
 
     def ls(self, target: str | None = None) -> list[CollectionInfo] | list[FileEntry]:
         from .types import FileEntry

@@ -191,8 +191,8 @@ def stored_passages(conn: Any, collections: Mapping[str, Collection]) -> Passage
     collection's current chunking parameters (what `tansaku chunks` shows)."""
     from ..index.chunks import params_for
     from ..search.snippets import split_lines
-    from ..store import chunks as chunk_store
-    from ..store import documents as store
+    from ..store.backend import chunks as chunk_store
+    from ..store.backend import documents as store
 
     def lookup(hit: Hit) -> list[Passage]:
         doc = store.document_at(conn, hit.collection, hit.path)

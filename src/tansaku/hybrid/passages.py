@@ -125,8 +125,8 @@ def rerank_passages(
     """One passage per hit, in order, from the index (the snippet when the document is gone)."""
     from ..index.chunks import params_for
     from ..search.snippets import split_lines
-    from ..store import chunks as chunk_store
-    from ..store import documents as store
+    from ..store.backend import chunks as chunk_store
+    from ..store.backend import documents as store
 
     score = passage_scorer(terms, intent_words)
     chunk_score = presence_scorer(terms, intent_words)

@@ -38,7 +38,7 @@ class SearchIndex(Protocol):
     """What the steps need of the facade."""
 
     @property
-    def index_path(self) -> Path: ...
+    def backend(self) -> Any: ...
     @property
     def config_path(self) -> Path: ...
     def config(self) -> Any: ...
@@ -90,7 +90,10 @@ def query_steps(
     from ..search.keyword import add_snippets, is_name_lookup
     from ..store.llm_cache import open_cache
 
-    cache = open_cache(index.index_path) if expand or rerank else None
+    # The cache of model results lives in a SQLite index only (docs/backends.md): elsewhere each
+    # query generates and reranks afresh.
+    sqlite_file = getattr(index.backend, "path", None) if index.backend.kind == "sqlite" else None
+    cache = open_cache(sqlite_file) if (expand or rerank) and sqlite_file is not None else None
 
     def keyword(text: str) -> SearchResult:
         if levels:
@@ -227,7 +230,7 @@ def _vector_batch(
 
     from ..search.keyword import excluded
     from ..search.query import without_exclusions
-    from ..store import documents as store
+    from ..store.backend import documents as store
 
     plain = [without_exclusions(text, lambda name: store.option_defined(conn, name)) for text in texts]
     wanted = [i for i, text in enumerate(plain) if text.strip()]

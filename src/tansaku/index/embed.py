@@ -20,13 +20,13 @@ from typing import Any, Protocol
 from ..errors import EndpointError, UsageError
 from ..models.llama import file_sha256
 from ..models.prompts import PromptFormat
-from ..store import db
-from ..store import documents as store
-from ..store import vectors as vec
+from ..store.backend import Backend, SqliteBackend
+from ..store.backend import documents as store
+from ..store.backend import vectors as vec
 from ..types import Collection, CollectionEmbed, EmbedReport
 from . import embed_speed
 from .chunks import params_for
-from .locks import exclusive_lock
+from .locks import command_lock
 from .progress import Progress
 
 BATCH_CHUNKS = 32
@@ -276,7 +276,7 @@ class _Unit:
 
 
 def embed_collections(
-    index_path: Path,
+    index: Path | Backend,
     collections: Sequence[Collection],
     model_path: str,
     prompt: PromptFormat,
@@ -287,26 +287,30 @@ def embed_collections(
     identity: ModelIdentity | None = None,
     quick: QuickPass | None = None,
 ) -> EmbedReport:
-    """``identity``: the model's, when it is not a file to hash (an endpoint: ``remote_identity``);
-    ``quick``: the quick pass's policy (none for an endpoint: it is fast, and paid per token)."""
+    """``index``: a SQLite file or a backend (store/backend.py). ``identity``: the model's, when
+    it is not a file to hash (an endpoint: ``remote_identity``); ``quick``: the quick pass's
+    policy (none for an endpoint: it is fast, and paid per token)."""
     started = time.perf_counter()
-    with exclusive_lock(index_path, "embed"):
-        conn = db.open_write(index_path)
-        try:
+    backend = SqliteBackend(index) if isinstance(index, Path) else index
+    conn = backend.open_write()
+    try:
+        with command_lock(backend, conn, "embed"):
             vec.load_extension(conn)
             if identity is None:
                 identity = model_identity(conn, model_path, prompt)
             return _run(
-                conn, index_path, collections, identity, load_embedder, force, progress, started,
+                conn, backend, collections, identity, load_embedder, force, progress, started,
                 quick or QuickPass("off"),
             )  # fmt: skip
-        finally:
-            conn.close()
+    except backend.database_error as exc:
+        raise backend.translate(exc) from exc
+    finally:
+        conn.close()
 
 
 def _run(
     conn: Any,
-    index_path: Path,
+    backend: Backend,
     collections: Sequence[Collection],
     identity: ModelIdentity,
     load_embedder: Callable[[], Embedder],
@@ -317,7 +321,7 @@ def _run(
 ) -> EmbedReport:
     prompt = identity.prompt
     fingerprint = identity.fingerprint
-    with db.write_lock(conn, index_path, "embed"):
+    with backend.write_lock(conn, "embed"):
         # Remember this file's name, size and mtime so later runs and `status` need not hash it.
         vec.remember_model_file(conn, fingerprint, identity.path, identity.size, identity.mtime_ns)
     report = EmbedReport(identity.path, fingerprint, prompt.name, 0, 0, [])
@@ -329,7 +333,7 @@ def _run(
         if not loaded:
             loaded.append(load_embedder())
             report.dims, report.window_tokens = loaded[0].dims, window_tokens(loaded[0])
-            with db.write_lock(conn, index_path, "embed"):
+            with backend.write_lock(conn, "embed"):
                 vec.ensure_vec_table(conn, loaded[0].dims)
                 vec.register_model(conn, _record(identity, loaded[0]), _now())
         return loaded[0]
@@ -339,7 +343,7 @@ def _run(
         for collection in collections:
             params = params_for(collection).fingerprint()
             if force:
-                with db.write_lock(conn, index_path, "embed -f"):
+                with backend.write_lock(conn, "embed -f"):
                     hashes = list({d.hash for d in store.documents_in(conn, collection.name).values()})
                     vec.clear(conn, fingerprint, hashes)
             pending = vec.pending_chunks(conn, fingerprint, collection.name, params)
@@ -351,7 +355,7 @@ def _run(
                 todo = vec.pending_chunks(conn, fingerprint, collection.name, params, quick=True)
                 if todo:
                     _quick_pass(
-                        conn, index_path, collection, params, todo, identity, model, result, quick, progress
+                        conn, backend, collection, params, todo, identity, model, result, quick, progress
                     )
         if quick.mode == "only":
             plans = []
@@ -367,7 +371,7 @@ def _run(
                 batch = pending[start : start + BATCH_CHUNKS]
                 units = _units(conn, batch, params, prompt, embedder, titles, paths)
                 vectors, chunks, embedded_chunks = _store_batch(
-                    conn, index_path, embedder, identity, params, units, result, force
+                    conn, backend, embedder, identity, params, units, result, force
                 )
                 computed += vectors
                 chunks_done += chunks
@@ -377,7 +381,7 @@ def _run(
                     callback(min(start + BATCH_CHUNKS, len(pending)), len(pending), "embedding")
     except KeyboardInterrupt:
         report.interrupted = True  # finished batches are committed; the next run resumes
-    with db.write_lock(conn, index_path, "embed prune"):
+    with backend.write_lock(conn, "embed prune"):
         vec.unlink_superseded(conn, identity.fingerprint, superseded_pattern(identity))
         vec.prune(conn)
         speed = embed_speed.measured(work.chunks, work.vectors, work.seconds)
@@ -434,7 +438,7 @@ def _record(identity: ModelIdentity, embedder: Embedder) -> vec.EmbedModelRecord
 
 def _quick_pass(
     conn: Any,
-    index_path: Path,
+    backend: Backend,
     collection: Collection,
     params: str,
     todo: Sequence[tuple[str, int]],
@@ -457,7 +461,7 @@ def _quick_pass(
         units = _units(conn, batch, params, identity.prompt, embedder, titles, paths, quick_limit=limit)
         scratch = CollectionEmbed(collection.name)
         _, linked, _ = _store_batch(
-            conn, index_path, embedder, identity, params, units, scratch, False, quick=True
+            conn, backend, embedder, identity, params, units, scratch, False, quick=True
         )
         result.quick += linked
         if callback:
@@ -476,7 +480,7 @@ def _units(
 ) -> list[_Unit]:
     """The texts to embed for these chunks: every window, or with ``quick_limit`` the first
     ``quick_limit`` tokens only, as the chunk's quick window."""
-    from ..store import chunks as chunk_store
+    from ..store.backend import chunks as chunk_store
 
     units: list[_Unit] = []
     by_hash: dict[str, list[int]] = {}
@@ -527,7 +531,7 @@ def _render(prompt: PromptFormat, title: str, heading_path: tuple[str, ...], pie
 
 def _store_batch(
     conn: Any,
-    index_path: Path,
+    backend: Backend,
     embedder: Embedder,
     identity: ModelIdentity,
     params: str,
@@ -545,7 +549,7 @@ def _store_batch(
     known = {} if force else vec.existing_embeddings(conn, fingerprint, [u.text_sha for u in units])
     todo = list({u.text_sha: u for u in units if u.text_sha not in known}.values())
     vectors, failures = _embed_resilient(embedder, todo, pack=quick)
-    with db.write_lock(conn, index_path, "embed"):
+    with backend.write_lock(conn, "embed"):
         for unit, vector in zip(todo, vectors, strict=True):
             if vector is not None:
                 known[unit.text_sha] = vec.add_embedding(

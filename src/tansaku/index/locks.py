@@ -8,8 +8,10 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..errors import IndexLocked
+from ..store.backend import Backend, SqliteBackend
 from ..store.db import lock_timeout
 
 
@@ -40,6 +42,18 @@ def exclusive_lock(index_path: Path, name: str) -> Iterator[None]:
         yield
     finally:
         handle.close()  # closing releases the lock
+
+
+@contextlib.contextmanager
+def command_lock(backend: Backend, conn: Any, name: str) -> Iterator[None]:
+    """One `tansaku NAME` at a time on the index: the lock file beside a SQLite index
+    (``exclusive_lock``), the database's own lock on a server (held by ``conn``)."""
+    if isinstance(backend, SqliteBackend):
+        with exclusive_lock(backend.path, name):
+            yield
+    else:
+        with backend.command_lock(conn, name):  # type: ignore[attr-defined]
+            yield
 
 
 def _try_lock(handle: object) -> bool:

@@ -15,13 +15,14 @@ from ..models.prompts import PromptFormat
 from ..models.registry import ModelRef, user_models_path
 from ..models.remote.client import Tally
 from ..models.remote.open import consent_needed, consented, record_consent, remote_model
+from ..store.backend import Backend
 from ..types import Collection, EmbedReport
 from .embed import embed_collections, remote_identity
 from .progress import Progress
 
 
 def embed_remote(
-    index_path: Path,
+    index: Path | Backend,
     config_path: Path,
     ref: ModelRef,
     collections: Sequence[Collection],
@@ -43,7 +44,7 @@ def embed_remote(
     before = Tally(**asdict(embedder.client.tally))
     identity = remote_identity(endpoint, embedder.probe(), prompt)
     report = embed_collections(
-        index_path,
+        index,
         collections,
         identity.path,
         prompt,

@@ -8,28 +8,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..paths import virtual_path
-from ..store import db
-from ..store import documents as store
+from ..store.backend import SqliteBackend
+from ..store.backend import documents as store
 from ..types import Notice
 
 if TYPE_CHECKING:
     from ..config.settings import Config
+    from ..store.backend import Backend
     from ..types import DocumentChunks
 
 
 def document_chunks(
-    index_path: Path, config: Config, ref: str, chunk_strategy: str | None = None
+    index: Path | Backend, config: Config, ref: str, chunk_strategy: str | None = None
 ) -> DocumentChunks:
-    """A document's chunks as stored; computed (not stored) when `update` has not made them yet."""
+    """A document's chunks as stored; computed (not stored) when `update` has not made them yet.
+    ``index``: a SQLite file or a backend (store/backend.py)."""
     from ..chunking import chunk_text
     from ..index.chunks import params_for
     from ..retrieve.get import resolve, split_range
-    from ..store import chunks as chunk_store
+    from ..store.backend import chunks as chunk_store
     from ..types import ChunkView, DocumentChunks
 
     base, _, _ = split_range(ref)
     # Chunking afresh can take a while on a big file: it runs after the connection is closed.
-    with db.reading(index_path) as conn:
+    backend = SqliteBackend(index) if isinstance(index, Path) else index
+    with backend.reading() as conn:
         doc = resolve(conn, base, config.collections)
         collection = config.collections[doc.collection]
         params = params_for(collection, chunk_strategy)

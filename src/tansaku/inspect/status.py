@@ -44,10 +44,12 @@ def collection_infos(conn: Any, config: Config, config_path: Path) -> list[Colle
         chunked, chunk_count, fallbacks = chunks.collection_chunk_counts(conn, c.name, params)
         vectors = stale = unembedded = quick = 0
         if db.has_table(conn, "chunk_vectors"):
-            from ..store.vectors import collection_quick_count, collection_vector_counts
+            from ..store.backend import vectors as vector_store
 
-            vectors, distinct_chunks, stale = collection_vector_counts(conn, c.name, params, fingerprint)
-            quick = collection_quick_count(conn, c.name, params, fingerprint)
+            vectors, distinct_chunks, stale = vector_store.collection_vector_counts(
+                conn, c.name, params, fingerprint
+            )
+            quick = vector_store.collection_quick_count(conn, c.name, params, fingerprint)
             if fingerprint is not None or stale:
                 unembedded = distinct_chunks - vectors
         infos.append(
@@ -85,9 +87,9 @@ def embed_status(config_path: Path, index: Backend) -> tuple[str | None, int | N
         try:
             with index.reading() as conn:
                 if db.has_table(conn, "embed_models"):
-                    from ..store.vectors import model_window
+                    from ..store.backend import vectors as vector_store
 
-                    window = model_window(conn, str(ref.local_path))
+                    window = vector_store.model_window(conn, str(ref.local_path))
                     speed = _known_speed(conn, ref.local_path)
         except TansakuError:
             window = speed = None
@@ -103,11 +105,11 @@ def _is_endpoint(config_path: Path) -> bool:
 
 def _known_speed(conn: db.Connection, path: Path) -> EmbedSpeed | None:
     from ..index.embed_speed import known
-    from ..store.vectors import models
+    from ..store.backend import vectors as vector_store
 
     st = path.stat()
     same_file = (str(path), st.st_size, st.st_mtime_ns)
-    for record in models(conn):
+    for record in vector_store.models(conn):
         if (record.model_path, record.model_size, record.model_mtime_ns) == same_file:
             return known(conn, record.model_sha256)
     return None
@@ -133,9 +135,9 @@ def _endpoint_status(endpoint: object, index: Backend) -> tuple[str, int | None]
             with index.reading() as conn:
                 if db.has_table(conn, "embed_models"):
                     from ..index.embed import known_remote
-                    from ..store.vectors import models
+                    from ..store.backend import vectors as vector_store
 
-                    record = known_remote(models(conn), endpoint)
+                    record = known_remote(vector_store.models(conn), endpoint)
                     if record is not None:
                         return f"{shown}, {record.dims} dims", record.window_tokens
         except TansakuError:
@@ -156,12 +158,12 @@ def current_fingerprint(conn: Any, config_path: Path) -> str | None:
     from ..index.embed import current_fingerprint as fingerprint_of
     from ..index.embed import fingerprint_of as fingerprint_from
     from ..index.embed import known_remote
-    from ..store.vectors import models
+    from ..store.backend import vectors as vector_store
 
     if ref.endpoint is not None:
-        record = known_remote(models(conn), ref.endpoint)
+        record = known_remote(vector_store.models(conn), ref.endpoint)
         return None if record is None else fingerprint_from(record.model_sha256, record.prompt_format)
-    return fingerprint_of(models(conn), str(ref.local_path))
+    return fingerprint_of(vector_store.models(conn), str(ref.local_path))
 
 
 def thread_status(config_path: Path, warnings: list[Notice]) -> str | None:

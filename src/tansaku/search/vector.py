@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..store import documents as store
-from ..store import vectors as vec
+from ..store.backend import documents as store
+from ..store.backend import vectors as vec
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
 from .hits import make_hit
 from .pages import page_starts

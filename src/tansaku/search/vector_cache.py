@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..store import db, documents
-from ..store import vectors as vec
+from ..store import db
+from ..store.backend import documents
+from ..store.backend import vectors as vec
 
 # Above this, a model's vectors stay on disk and sqlite-vec's KNN searches them (1 GiB is about
 # 700,000 vectors of 384 dimensions). TANSAKU_VECTOR_MEMORY_MB overrides it.
@@ -132,8 +133,10 @@ def collection_vectors(
 class VectorCache:
     """Vectors and vector counts of one index, valid while its change token stays the same."""
 
-    def __init__(self, index_path: Path | None, memory_budget: int | None = None) -> None:
-        self._watch = db.ChangeWatch(index_path) if index_path is not None else None
+    def __init__(self, index: Path | Any | None, memory_budget: int | None = None) -> None:
+        """``index``: a SQLite file, another backend's change watch (``token()``), or None (the
+        cache then forgets everything at each query)."""
+        self._watch = db.ChangeWatch(index) if isinstance(index, Path) else index
         self.memory_budget = memory_budget_bytes() if memory_budget is None else memory_budget
         self._token: Hashable | None = None
         self._memo: dict[Hashable, Any] = {}

@@ -61,8 +61,8 @@ def search_texts(
     from ..index.embed import model_identity, pack
     from ..models.embedding import embed_model, embedder_for, prompt_format_of
     from ..models.threads import resolve_threads
-    from ..store import db
-    from ..store import vectors as vec
+    from ..store.backend import db
+    from ..store.backend import vectors as vec
     from .query import model_text
     from .vector import VectorQuery, vsearch
 
@@ -115,9 +115,9 @@ def search_texts(
         embed_seconds = time.perf_counter() - embedding_started
     allowed = None
     if request.where is not None:
-        from ..store.fields import matching_ids
+        from ..store.backend import fields
 
-        allowed = matching_ids(conn, request.where)
+        allowed = fields.matching_ids(conn, request.where)
     results = []
     for text, vector in zip(texts, vectors, strict=True):
         query = VectorQuery(
@@ -152,7 +152,7 @@ def _remote_queries(
     from ..errors import EndpointDimensions
     from ..index.embed import remote_identity, remote_records
     from ..models.embedding import embedder_for
-    from ..store import vectors as vec
+    from ..store.backend import vectors as vec
 
     endpoint = ref.endpoint
     held = sorted({record.dims for record in remote_records(vec.models(conn), endpoint)})

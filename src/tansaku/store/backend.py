@@ -70,6 +70,10 @@ class Backend(Protocol):
         """A driver's exception raised mid-operation, as the matching tansaku error."""
         ...
 
+    def change_watch(self) -> Any:
+        """What a long-lived reader asks (``token()``) whether the index changed since."""
+        ...
+
     @property
     def database_error(self) -> type[BaseException]:
         """The driver's base exception class (what ``translate`` understands)."""
@@ -125,6 +129,11 @@ class SqliteBackend:
         from . import db
 
         return db.DatabaseError
+
+    def change_watch(self) -> Any:
+        from . import db
+
+        return db.ChangeWatch(self.path)
 
 
 def open_backend(ref: Path | str) -> Backend:

@@ -32,10 +32,12 @@ class Condition:
 
 @dataclass(frozen=True)
 class DocumentFilter:
-    """A subquery giving the ids of the documents that pass every condition."""
+    """A subquery giving the ids of the documents that pass every condition (SQLite's SQL), and
+    the conditions it was written from (another backend writes its own)."""
 
     sql: str
     params: tuple[Any, ...]
+    conditions: tuple[Condition, ...] = ()
 
 
 def add_fields(conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -78,7 +80,7 @@ def document_filter(conditions: Sequence[Condition]) -> DocumentFilter:
         clauses.append(f"id {member} (SELECT doc_id FROM document_fields WHERE name = ? AND {test})")
         params += [condition.name, *values]
     where = " AND ".join(clauses) or "1"
-    return DocumentFilter(f"SELECT id FROM documents WHERE {where}", tuple(params))
+    return DocumentFilter(f"SELECT id FROM documents WHERE {where}", tuple(params), tuple(conditions))
 
 
 def matching_ids(conn: Any, where: DocumentFilter) -> frozenset[int]:

@@ -39,6 +39,9 @@ class LlmCache:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
         self.write_failures = 0  # puts that were skipped because the index refused them
+        # A PostgreSQL index has no llm_cache table yet (docs/backends.md): every get misses
+        # and every put is skipped, which the cache's contract allows.
+        self._off = getattr(conn, "tansaku_backend", "sqlite") != "sqlite"
 
     def close(self) -> None:
         self._conn.close()
@@ -48,6 +51,8 @@ class LlmCache:
 
     def get_many(self, kind: str, keys: Sequence[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
+        if self._off:
+            return found
         unique = list(dict.fromkeys(keys))
         try:
             for start in range(0, len(unique), _BATCH):
@@ -65,6 +70,8 @@ class LlmCache:
 
     def get_recent(self, kind: str, key: str, max_age_s: float) -> Any | None:
         """The value if it was written less than ``max_age_s`` seconds ago (to the second), else None."""
+        if self._off:
+            return None
         since = (datetime.now(UTC) - timedelta(seconds=max_age_s)).isoformat(timespec="seconds")
         try:
             row = self._conn.execute(
@@ -77,6 +84,8 @@ class LlmCache:
 
     def forget_older(self, kind: str, max_age_s: float) -> None:
         """Delete the values of ``kind`` written ``max_age_s`` seconds ago or more."""
+        if self._off:
+            return
         since = (datetime.now(UTC) - timedelta(seconds=max_age_s)).isoformat(timespec="seconds")
         try:
             with _transaction(self._conn):
@@ -90,7 +99,7 @@ class LlmCache:
     def put_many(self, kind: str, items: Iterable[tuple[str, Any]]) -> None:
         now = datetime.now(UTC).isoformat(timespec="seconds")
         rows = [(kind, key, json.dumps(value, ensure_ascii=False), now) for key, value in items]
-        if not rows:
+        if not rows or self._off:
             return
         try:
             # One statement per row inside one transaction: a single fsync, and no partial batch.

@@ -27,6 +27,8 @@ from .migrations import SCHEMA_VERSION, current_version, migrate
 LOCK_SPACE = 0x746E736B
 WRITER_LOCK = 1
 MIGRATION_LOCK = 2
+# Commands of which one runs at a time on an index, beside the writer lock (SQLite's lock files).
+COMMAND_LOCKS = {"embed": 3}
 CONNECT_TIMEOUT = 10  # seconds; libpq's default is to wait forever for a server that does not answer
 _POLL = 0.05
 
@@ -67,6 +69,7 @@ class PgConnection:
         # A writer's batched rows (documents._KeywordRows) and what must run before COMMIT.
         self.keyword_rows: Any = None
         self.before_commit: list[Callable[[], None]] = []
+        self.vector_types = False  # pgvector's type registered (vectors.load_extension)
 
     def execute(self, sql: str, params: Any = None) -> Any:
         return self.raw.execute(sql, params)
@@ -223,6 +226,8 @@ class PostgresBackend:
             yield
             for step in conn.before_commit:
                 step()
+            # A reader that keeps vectors (ChangeWatch below) sees the index changed.
+            conn.execute("UPDATE index_changes SET version = version + 1")
             conn.execute("COMMIT")
         except BaseException:
             conn.keyword_rows = None  # rows of a rolled-back transaction are never sent
@@ -231,6 +236,38 @@ class PostgresBackend:
                 with contextlib.suppress(Exception):
                     conn.execute("ROLLBACK")
             raise
+
+    @contextlib.contextmanager
+    def command_lock(self, conn: PgConnection, name: str) -> Iterator[None]:
+        """One ``tansaku NAME`` at a time on this database (index/locks.py's lock file on SQLite):
+        a session advisory lock, held by ``conn`` for the block (and released if the process dies)."""
+        key = COMMAND_LOCKS[name]
+        deadline = time.monotonic() + lock_timeout()
+        while not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_SPACE, key)).fetchone()[0]:
+            if time.monotonic() >= deadline:
+                raise IndexLocked(
+                    f"another `tansaku {name}` is running on {self.location}{self._holder(conn, key)}",
+                    hint="wait for it to finish (it keeps its progress), or stop it",
+                )
+            time.sleep(_POLL)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_SPACE, key))
+
+    def _holder(self, conn: PgConnection, key: int) -> str:
+        row = conn.execute(
+            "SELECT a.pid, a.client_addr FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid"
+            " WHERE l.locktype = 'advisory' AND l.classid = %s AND l.objid = %s AND l.granted",
+            (LOCK_SPACE, key),
+        ).fetchone()
+        if row is None:
+            return ""
+        return f" (server pid {row[0]}{f' at {row[1]}' if row[1] else ''})"
+
+    def change_watch(self) -> ChangeWatch:
+        return ChangeWatch(self)
 
     def _locked(self, conn: PgConnection) -> IndexLocked:
         row = conn.execute(
@@ -258,3 +295,31 @@ class PostgresBackend:
                 hint="check that the server runs and the URL (host, port, database, user) is right",
             )
         return IndexError_(f"the PostgreSQL index {self.location} failed: {first}")
+
+
+class ChangeWatch:
+    """Tells a long-lived reader whether the index changed since it last looked (store/db.py's
+    ChangeWatch for SQLite): the count of committed write transactions, read on a connection of
+    its own. None when the server or the table cannot be read (the cache then keeps nothing).
+    Not thread-safe: callers hold their own lock."""
+
+    def __init__(self, backend: PostgresBackend) -> None:
+        self.backend = backend
+        self._raw: Any = None
+
+    def token(self) -> tuple[int] | None:
+        psycopg = _driver()
+        try:
+            if self._raw is None or self._raw.closed:
+                self._raw = self.backend._connect()
+            row = self._raw.execute("SELECT version FROM index_changes").fetchone()
+        except (psycopg.Error, IndexError_):
+            self.close()
+            return None
+        return (int(row[0]),) if row else None
+
+    def close(self) -> None:
+        if self._raw is not None:
+            with contextlib.suppress(Exception):
+                self._raw.close()
+        self._raw = None

@@ -8,3 +8,7 @@ from typing import Any
 def has_table(conn: Any, name: str) -> bool:
     """Whether the schema has a table of that name (vectors' tables come with `embed`)."""
     return conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is not None
+
+
+def read_snapshot(conn: Any) -> None:
+    """Nothing to start: a PostgreSQL read block is one REPEATABLE READ transaction already."""

@@ -11,7 +11,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...errors import BackendUnsupported
 from ..documents import BM25_WEIGHTS, FtsText, StoredDocument
 from ..fields import DocumentFilter
 from .expression import Expression, Phrase, parse
@@ -454,13 +453,13 @@ def keyword_search(
 ) -> list[tuple[int, float]]:
     """(document id, raw bm25) best first, ordered as the SQLite path orders them (ties by id for
     the whole index, by path within a collection)."""
-    _no_filter(where)
     evaluation = _evaluate(conn, expression)
+    matches = _passing(conn, evaluation.matches, where)
     if collection is None:
-        scores = _scores(conn, evaluation, evaluation.matches, weights)
+        scores = _scores(conn, evaluation, matches, weights)
         ranked = sorted(scores.items(), key=lambda item: (item[1], item[0]))
     else:
-        paths = _in_collection(conn, evaluation.matches, collection)
+        paths = _in_collection(conn, matches, collection)
         scores = _scores(conn, evaluation, paths, weights)
         # Python orders str by code point, as SQLite's BINARY orders UTF-8: the same order.
         ranked = sorted(scores.items(), key=lambda item: (item[1], paths[item[0]]))
@@ -470,18 +469,22 @@ def keyword_search(
 def keyword_count(
     conn: Any, expression: str, collection: str | None, where: DocumentFilter | None = None
 ) -> int:
-    _no_filter(where)
-    if collection is None:
+    if collection is None and where is None:
         return phrase_frequency(conn, expression)
-    return len(_in_collection(conn, _evaluate(conn, expression).matches, collection))
+    matches = _passing(conn, _evaluate(conn, expression).matches, where)
+    if collection is None:
+        return len(matches)
+    return len(_in_collection(conn, matches, collection))
 
 
-def _no_filter(where: DocumentFilter | None) -> None:
-    if where is not None:
-        raise BackendUnsupported(
-            "--where does not work on a PostgreSQL index yet",
-            hint="search without --where (docs/backends.md lists what works on PostgreSQL)",
-        )
+def _passing(conn: Any, matches: set[int], where: DocumentFilter | None) -> set[int]:
+    """The matches ``--where`` lets through (its filter applies before the limit, as on SQLite;
+    BM25's statistics stay those of the whole index, as FTS5's do)."""
+    if where is None:
+        return matches
+    from .fields import matching_ids
+
+    return matches & matching_ids(conn, where)
 
 
 def sole_collection(conn: Any) -> str | None:

@@ -1,14 +1,17 @@
-"""Front-matter fields on PostgreSQL: store/fields.py's writing and reading functions.
+"""Front-matter fields on PostgreSQL: store/fields.py's functions with the same names and results.
 
-``--where`` is not here yet: its filter (store/fields.DocumentFilter) is SQL written for SQLite
-and put into the FTS5 query; the PostgreSQL search needs its own (docs/backends.md, the plan), so
-``matching_ids`` is absent and a filtered search answers BACKEND_UNSUPPORTED.
+``--where`` (``matching_ids``): the filter's SQL is SQLite's (store/fields.DocumentFilter), so the
+query is written here again from its conditions, with the same meaning: a field's name in any
+case (SQLite's COLLATE NOCASE, ``lower(name)`` here, which the index on it serves), a list field
+passing when any element does, and ``!=`` passing a document without the field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from ..fields import COMPARISONS, Condition, DocumentFilter
 
 
 def add_fields(conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -25,6 +28,36 @@ def add_fields(conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
 
 def delete_fields(conn: Any, doc_id: int) -> None:
     conn.execute("DELETE FROM document_fields WHERE doc_id = %s", (doc_id,))
+
+
+def _test(condition: Condition) -> tuple[str, list[Any]]:
+    if condition.op in ("=", "!="):
+        tests, params = ["folded = %s"], [condition.folded]
+        if condition.number is not None:
+            tests.append("number = %s")
+            params.append(condition.number)
+        if condition.day is not None:
+            tests.append("day = %s")
+            params.append(condition.day)
+        return "(" + " OR ".join(tests) + ")", params
+    if condition.day is not None:
+        return f"day {COMPARISONS[condition.op]} %s", [condition.day]
+    return f"number {COMPARISONS[condition.op]} %s", [condition.number]
+
+
+def matching_ids(conn: Any, where: DocumentFilter) -> frozenset[int]:
+    """The ids of the documents that pass every condition of ``where``."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for condition in where.conditions:
+        test, values = _test(condition)
+        member = "NOT IN" if condition.op == "!=" else "IN"
+        clauses.append(
+            f"id {member} (SELECT doc_id FROM document_fields WHERE lower(name) = lower(%s) AND {test})"
+        )
+        params += [condition.name, *values]
+    sql = "SELECT id FROM documents WHERE " + (" AND ".join(clauses) or "true")
+    return frozenset(int(row[0]) for row in conn.execute(sql, params))
 
 
 def fields_of(conn: Any, documents: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[Any]]:

@@ -6,14 +6,17 @@ from typing import Any
 
 from . import documents
 from .chunks import prune_chunks
+from .vectors import prune_if_present as prune_vectors
 
 
 def delete_collection(conn: Any, collection: str) -> int:
-    """Delete every row of ``collection``; how many documents went (no sessions or vectors here)."""
+    """Delete every row of ``collection``, its vectors included; how many documents went (no
+    sessions here)."""
     ids = documents.document_ids_in(conn, collection)
     for doc_id in ids:
         documents.delete_document(conn, doc_id)
     documents.forget_collection_state(conn, collection)
     documents.prune_content(conn)
     prune_chunks(conn)
+    prune_vectors(conn)
     return len(ids)
