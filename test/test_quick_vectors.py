@@ -7,13 +7,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import sqlean
 
 from tansaku.index.embed import QUICK_TOKENS, QuickPass, first_window
 
+from .conftest import index_sql
 from .models_fixture import requires_llama, requires_minilm
 
+pytestmark = pytest.mark.both_backends
+
 QUICK_WINDOW = -1
+
+
+def _window(conn) -> str:
+    """chunk_vectors' window column: ``window`` is a reserved word in PostgreSQL (``window_no``)."""
+    return "window" if hasattr(conn, "enable_load_extension") else "window_no"
 
 
 def embed(cli, *args: str) -> dict:
@@ -23,34 +30,28 @@ def embed(cli, *args: str) -> dict:
 
 
 def windows(index_path: Path) -> list[int]:
-    conn = sqlean.connect(str(index_path))
-    try:
-        return [row[0] for row in conn.execute("SELECT window FROM chunk_vectors ORDER BY window")]
-    finally:
-        conn.close()
+    with index_sql(index_path) as conn:
+        column = _window(conn)
+        return [row[0] for row in conn.execute(f"SELECT {column} FROM chunk_vectors ORDER BY {column}")]
 
 
 def unlinked(index_path: Path) -> int:
-    conn = sqlean.connect(str(index_path))
-    try:
+    with index_sql(index_path) as conn:
         return conn.execute(
             "SELECT count(*) FROM embeddings AS e WHERE NOT EXISTS"
             " (SELECT 1 FROM chunk_vectors AS v WHERE v.embedding_id = e.id)"
         ).fetchone()[0]
-    finally:
-        conn.close()
 
 
-def paths_with(index_path: Path, condition: str) -> set[str]:
-    conn = sqlean.connect(str(index_path))
-    try:
+def paths_with(index_path: Path, window: int) -> set[str]:
+    """Documents with a chunk whose vector is window ``window`` (-1: quick)."""
+    with index_sql(index_path) as conn:
         rows = conn.execute(
             "SELECT DISTINCT d.path FROM documents AS d JOIN chunk_vectors AS v ON v.hash = d.hash"
-            f" WHERE v.{condition}"
+            f" WHERE v.{_window(conn)} = ?",
+            (window,),
         )
         return {row[0] for row in rows}
-    finally:
-        conn.close()
 
 
 def status(cli) -> dict:
@@ -181,7 +182,7 @@ def test_an_interrupted_full_pass_searches_full_and_quick_vectors_side_by_side(c
     found = cli("vsearch", "compression level", "--all", "--min-score", "0", "--json").json()
     # Documents are found by their full vectors and by their quick ones, in one list.
     shown = {hit["path"] for hit in found["results"]}
-    assert shown & paths_with(index_path, "window = 0") and shown & paths_with(index_path, "window = -1")
+    assert shown & paths_with(index_path, 0) and shown & paths_with(index_path, QUICK_WINDOW)
     assert [w["code"] for w in found["warnings"]] == ["QUICK_VECTORS"]
     assert "9 chunks" in found["warnings"][0]["message"]
 
