@@ -355,7 +355,17 @@ def _run(
                 todo = vec.pending_chunks(conn, fingerprint, collection.name, params, quick=True)
                 if todo:
                     _quick_pass(
-                        conn, backend, collection, params, todo, identity, model, result, quick, progress
+                        conn,
+                        backend,
+                        collection,
+                        params,
+                        todo,
+                        identity,
+                        model,
+                        result,
+                        quick,
+                        progress,
+                        force,
                     )
         if quick.mode == "only":
             plans = []
@@ -447,9 +457,11 @@ def _quick_pass(
     result: CollectionEmbed,
     quick: QuickPass,
     progress: Callable[[str], Progress | None] | None,
+    force: bool = False,
 ) -> None:
     """A quick vector for each chunk that has no vector yet: its first ``quick.tokens`` tokens.
-    Their speed is not kept as the model's (a short text costs less a token than a chunk)."""
+    Their speed is not kept as the model's (a short text costs less a token than a chunk).
+    ``force`` (`embed -f`) computes them again rather than reuse stored vectors of the same text."""
     embedder = model()
     callback = progress(collection.name) if progress else None
     documents = store.documents_in(conn, collection.name)
@@ -461,7 +473,7 @@ def _quick_pass(
         units = _units(conn, batch, params, identity.prompt, embedder, titles, paths, quick_limit=limit)
         scratch = CollectionEmbed(collection.name)
         _, linked, _ = _store_batch(
-            conn, backend, embedder, identity, params, units, scratch, False, quick=True
+            conn, backend, embedder, identity, params, units, scratch, force, quick=True
         )
         result.quick += linked
         if callback:
