@@ -20,6 +20,7 @@ from .conftest import REPO, SAMPLE, CliResult
 from .models_fixture import requires_llama, requires_minilm
 from .postgres_fixture import requires_postgres
 from .test_keyword_ranking import DOCS
+from .test_postgres_backend import _write
 
 pytestmark = [requires_postgres, requires_llama, requires_minilm]
 
@@ -38,25 +39,23 @@ QUERIES = [
 SHORT_DOCS = {path: text for path, text in DOCS.items() if len(text) < 2000}
 
 
-def _write(root: Path, docs: dict[str, str]) -> None:
-    for rel, text in docs.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+def _add_on_both(cli: Callable[..., CliResult], tmp_path: Path, pg: tuple[str, ...], *mask: str) -> None:
+    """The sample and the short keyword documents, as collections indexed on both backends."""
+    sample = tmp_path / "sample"
+    shutil.copytree(SAMPLE, sample)
+    docs = tmp_path / "docs"
+    _write(docs, SHORT_DOCS)
+    for folder, name in ((sample, "sample"), (docs, "docs")):
+        assert cli("collection", "add", folder, "--name", name, *mask).exit_code == 0
+        assert cli(*pg, "update", "-c", name).exit_code == 0
 
 
 @pytest.fixture
 def both(cli: Callable[..., CliResult], postgres_url: str, tmp_path: Path, model: Path) -> tuple[str, ...]:
     """Two collections (the sample, and the keyword tests' documents) indexed and embedded on
     both backends; the PostgreSQL index's `--index` arguments."""
-    sample = tmp_path / "sample"
-    shutil.copytree(SAMPLE, sample)
-    docs = tmp_path / "docs"
-    _write(docs, SHORT_DOCS)
     pg = ("--index", postgres_url)
-    for folder, name in ((sample, "sample"), (docs, "docs")):
-        assert cli("collection", "add", folder, "--name", name, "--mask", "**/*").exit_code == 0
-        assert cli(*pg, "update", "-c", name).exit_code == 0
+    _add_on_both(cli, tmp_path, pg, "--mask", "**/*")
     for index in ((), pg):
         result = cli(*index, "embed", "--json")
         assert result.exit_code == 0, result.stderr
@@ -236,21 +235,16 @@ def _status(cli: Callable[..., CliResult], index: tuple[str, ...]) -> tuple[list
 
 
 def test_status_counts_pending_chunks_alike(cli, postgres_url: str, model: Path, tmp_path: Path) -> None:
-    sample = tmp_path / "sample"
-    shutil.copytree(SAMPLE, sample)
-    docs = tmp_path / "docs"
-    _write(docs, SHORT_DOCS)
     pg = ("--index", postgres_url)
-    for folder, name in ((sample, "sample"), (docs, "docs")):
-        assert cli("collection", "add", folder, "--name", name).exit_code == 0
-        assert cli(*pg, "update", "-c", name).exit_code == 0
+    _add_on_both(cli, tmp_path, pg)
     assert _status(cli, pg) == _status(cli, ())
     for index in ((), pg):
         assert cli(*index, "embed", "-c", "sample").exit_code == 0
     first = _status(cli, ())
     assert any(unembedded for _, _, _, unembedded, _ in first[0])  # docs still has chunks to embed
     assert _status(cli, pg) == first
-    (sample / "guides" / "backups.md").write_text("# Backups\n\nNightly tar archives.\n", encoding="utf-8")
+    edited = tmp_path / "sample" / "guides" / "backups.md"
+    edited.write_text("# Backups\n\nNightly tar archives.\n", encoding="utf-8")
     for index in ((), pg):
         assert cli(*index, "update").exit_code == 0
     assert _status(cli, pg) == _status(cli, ())
