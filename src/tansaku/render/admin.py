@@ -148,10 +148,12 @@ def _embed(report: EmbedReport) -> list[str]:
         lines.append(line)
         lines += [f"  failed {clean(f)}" for f in c.failed]
     seconds = report.took_ms / 1000
-    lines.append(
-        f"{report.chunks_per_second:.1f} chunks/s ({report.vectors_per_second:.1f} vectors/s),"
-        f" {seconds:.1f} s, peak {report.peak_memory_mb:.0f} MB"
-    )
+    quick = sum(c.quick for c in report.collections)
+    if quick and not any(c.embedded or c.reused for c in report.collections):
+        rate = f"{quick / seconds if seconds > 0 else 0.0:.1f} quick vectors/s"  # no full pass ran
+    else:
+        rate = f"{report.chunks_per_second:.1f} chunks/s ({report.vectors_per_second:.1f} vectors/s)"
+    lines.append(f"{rate}, {seconds:.1f} s, peak {report.peak_memory_mb:.0f} MB")
     if report.remote is not None:
         lines.append(_remote_line(report.remote))
     if report.interrupted:
