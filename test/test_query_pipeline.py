@@ -275,7 +275,7 @@ def models(model: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_full_query_runs_every_stage_and_caches_expansion_and_rerank_scores(cli, models: Path) -> None:
     assert cli("embed").exit_code == 0
     question = ["how", "do", "I", "get", "a", "deleted", "file", "back"]
-    first = cli("query", *question, "--json", "--explain", "--rerank-budget", "60", "-n", "20")
+    first = cli("query", *question, "--expand", "--json", "--explain", "--rerank-budget", "60", "-n", "20")
     assert first.exit_code == 0, first.stderr
     data = first.json()
     codes = [w["code"] for w in data["warnings"]]
@@ -287,7 +287,8 @@ def test_full_query_runs_every_stage_and_caches_expansion_and_rerank_scores(cli,
     assert all(e["rerank"] is not None and 0.0 <= e["rerank"] <= 1.0 for e in explained)
     for shown, e in zip(data["results"], explained, strict=True):
         assert shown["score"] == pytest.approx(e["blended"], abs=1e-6)
-    second = cli("query", *question, "--json", "--explain", "--rerank-budget", "60", "-n", "20").json()
+    again = ["--expand", "--json", "--explain", "--rerank-budget", "60", "-n", "20"]
+    second = cli("query", *question, *again).json()
     assert [h["path"] for h in second["results"]] == [h["path"] for h in data["results"]]
     notes = " ".join(second["explain"]["notes"])
     assert "(0 by the model" in notes  # every passage score came from the cache
@@ -320,7 +321,7 @@ def test_no_expand_and_no_rerank_load_no_model_and_warn_of_none(cli, model: Path
 @pytest.mark.usefixtures("indexed")
 def test_missing_generate_and_rerank_models_still_give_results_and_say_so(cli, model: Path) -> None:
     assert cli("embed").exit_code == 0
-    data = cli("query", "how", "do", "I", "get", "a", "deleted", "file", "back", "--json").json()
+    data = cli("query", "how", "do", "I", "get", "a", "deleted", "file", "back", "--expand", "--json").json()
     assert data["results"] and data["used"] == "keyword+vector"
     missing = [w["message"] for w in data["warnings"] if w["code"] == "MODEL_MISSING"]
     assert any("generate model" in m for m in missing) and any("rerank model" in m for m in missing)
@@ -332,7 +333,7 @@ def test_a_broken_model_file_costs_its_steps_not_the_query(cli, tmp_path: Path, 
     broken.write_bytes(b"GGUF" + b"\0" * 64)
     monkeypatch.setenv("TANSAKU_GENERATE_MODEL", str(broken))
     monkeypatch.setenv("TANSAKU_RERANK_MODEL", str(broken))
-    result = cli("query", "how", "do", "I", "get", "a", "deleted", "file", "back", "--json")
+    result = cli("query", "how", "do", "I", "get", "a", "deleted", "file", "back", "--expand", "--json")
     assert result.exit_code == 0, result.stderr
     data = result.json()
     assert data["results"]

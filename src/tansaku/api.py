@@ -556,7 +556,7 @@ class Tansaku(ContextMethods, TranscriptMethods):
         candidate_limit: int = 40,
         explain: bool = False,
         intent: str | None = None,
-        expand: bool = True,
+        expand: bool | None = None,
         rerank: bool = True,
         rerank_budget: float | None = None,
         levels: dict[str, Any] | None = None,
@@ -564,7 +564,9 @@ class Tansaku(ContextMethods, TranscriptMethods):
         fields: bool = False,
     ) -> SearchResult:
         """Hybrid search (hybrid/run.py): probe, expansion, keyword and vector lists fused by
-        weighted RRF, reranking within ``rerank_budget`` seconds.
+        weighted RRF, reranking within ``rerank_budget`` seconds. ``expand`` None (the default)
+        expands where it pays: with a model on an endpoint or a GPU, not on a CPU, unless the
+        config's ``[query] expand`` says (hybrid/expansion_default.py).
 
         ``query`` may be a query document (typed ``lex:``/``vec:``/``hyde:``/``intent:`` lines,
         hybrid/document.py): each line is its own list, and it is not expanded. A missing model,

@@ -53,10 +53,22 @@ def register(commands: Any) -> None:
         help="what the query is for (e.g. 'python 3.12 standard library'): steers expansion, the"
         " passages reranked and the reranking; never searched itself",
     )
-    query.add_argument(
+    expansion = query.add_mutually_exclusive_group()
+    expansion.add_argument(
+        "--expand",
+        action="store_const",
+        const=True,
+        dest="expand",
+        help="expand the query with the generate model even on a CPU, where it is off by default"
+        " (it did not pay there: docs/models.md)",
+    )
+    expansion.add_argument(
         "--no-expand",
-        action="store_true",
-        help="do not expand the query with the generate model (no model is loaded)",
+        action="store_const",
+        const=False,
+        dest="expand",
+        help="do not expand the query with the generate model (no model is loaded); by default"
+        " it expands with a model on an endpoint or a GPU, or as [query] expand says",
     )
     query.add_argument(
         "--no-rerank",
@@ -120,7 +132,7 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
     }
     return {
         "intent": args.intent,
-        "expand": not args.no_expand,
+        "expand": args.expand,
         "rerank": not args.no_rerank,
         "rerank_budget": args.rerank_budget,
         "levels": levels if any(levels.values()) else None,

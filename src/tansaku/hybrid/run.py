@@ -62,8 +62,10 @@ class QuerySteps:
     vectors: Callable[[Sequence[str]], VectorBatch]
     name_lookup: Callable[[str], bool]
     add_snippets: Callable[[str, Sequence[Hit]], list[Hit]]
-    # (query, intent) -> the expansion; None when expansion is off (--no-expand).
+    # (query, intent) -> the expansion; None when expansion is off (asked, or by default on a CPU).
     expand: Callable[[str, str | None], Expansion] | None = None
+    # Why expansion is off, for the notes.
+    expand_off: str = "expansion off (--no-expand)"
     # (hits, keyword text, intent) -> one passage per hit, for the reranker.
     passages: Callable[[Sequence[Hit], str, str | None], list[str]] | None = None
     # (rerank query, [(key, passage)], fused rank of the first) -> scores; None when reranking
@@ -120,7 +122,7 @@ def run_query(
         probe = steps.keyword(query)
         stages.done("probe")
         if steps.expand is None:
-            notes.append("expansion off (--no-expand)")
+            notes.append(steps.expand_off)
         elif strong_probe(probe) and not intent:
             gap = keyword_confidence([hit.score for hit in probe.hits[:2]])
             notes.append(

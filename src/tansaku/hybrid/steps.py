@@ -77,7 +77,7 @@ def query_steps(
     pool: int | None,
     full: bool,
     *,
-    expand: bool = True,
+    expand: bool | None = None,
     rerank: bool = True,
     budget: float | None = None,
     levels: dict[str, Any] | None = None,
@@ -86,9 +86,14 @@ def query_steps(
     """``levels`` (level, roles, since, until, project): transcript collections are searched by
     turn and aggregated to that level on both sides, so the lists name the same units.
     ``where``: both lists keep only the documents whose front-matter fields pass (api.py leaves
-    transcript collections out then)."""
+    transcript collections out then). ``expand``: None chooses by ``choose_expansion`` (on
+    where it pays, off on a CPU)."""
     from ..search.keyword import add_snippets, is_name_lookup
     from ..store.llm_cache import open_cache
+    from .expansion_default import choose_expansion
+
+    expansion_choice = choose_expansion(expand, index.config_path, index.config().other.get("query"))
+    expand = expansion_choice.expand
 
     # The cache of model results lives in a SQLite index only (docs/backends.md): elsewhere each
     # query generates and reranks afresh.
@@ -178,6 +183,7 @@ def query_steps(
             lambda text: is_name_lookup(conn, text),
             lambda text, hits: add_snippets(conn, text, hits),
             expand=expansion if expand else None,
+            expand_off=expansion_choice.why,
             passages=passages if rerank else None,
             rerank=reranking if rerank else None,
             rerank_room=rerank_room if rerank else None,

@@ -89,3 +89,15 @@ def available_memory() -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def gpu_offload() -> bool:
+    """Whether the installed llama.cpp can offload layers to a GPU (False without llama-cpp-python)."""
+    try:
+        import llama_cpp
+    except ImportError:
+        return False
+    try:
+        return bool(llama_cpp.llama_supports_gpu_offload())
+    except (AttributeError, OSError):
+        return False

@@ -98,7 +98,8 @@ TOOLS: list[types.Tool] = [
             " reciprocal rank. Give `query` as words or a question, or `searches`: typed"
             f" sub-searches (at most {MAX_SEARCHES}), lex for exact words, names and options, vec"
             " for a question in plain words, hyde for a sentence a good answer would contain."
-            " `no_expand` and `no_rerank` skip the local generate and rerank models (faster)."
+            " Expansion runs by default only where it pays (a model on an endpoint or a GPU):"
+            " `expand` true or false decides; `no_rerank` skips the rerank model (faster)."
             " With `pack`, returns the best passages whole with citations instead of results."
         ),
         input_schema=_schema(
@@ -127,7 +128,12 @@ TOOLS: list[types.Tool] = [
                 "min_score": _score(0, "fused score"),
                 "full": _FULL,
                 "candidate_limit": _whole("documents each list contributes to the fusion (default 40)"),
-                "no_expand": {"type": "boolean", "description": "do not expand the query with a model"},
+                "expand": {
+                    "type": "boolean",
+                    "description": "expand the query with the generate model (default: only with a"
+                    " model on an endpoint or a GPU; on a CPU it did not pay)",
+                },
+                "no_expand": {"type": "boolean", "description": "do not expand the query (as expand: false)"},
                 "no_rerank": {"type": "boolean", "description": "do not rerank with a model"},
                 "rerank_budget": {
                     "type": "number",

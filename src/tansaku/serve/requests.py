@@ -170,6 +170,18 @@ def _levels(f: Fields) -> dict[str, Any]:
     }
 
 
+def _expand(f: Fields) -> bool | None:
+    """``expand`` (true or false) or the older ``no_expand``; neither: the API's default (on
+    where it pays, off on a CPU). Both, disagreeing, is refused."""
+    asked = f.flag("expand") if "expand" in f.values else None
+    refused = f.flag("no_expand") if "no_expand" in f.values else None
+    if asked is not None and refused is not None and asked == refused:
+        raise UsageError("give `expand` or `no_expand`, not both with opposite meanings")
+    if asked is not None:
+        return asked
+    return None if refused is None else not refused
+
+
 def _search(api: Tansaku, f: Fields) -> Any:
     return api.search_levels(
         f.text("query", required=True) or "",
@@ -237,7 +249,7 @@ def _query(api: Tansaku, f: Fields) -> Any:
         "collections": f.texts("collections"),
         "levels": levels if any(levels.values()) else None,  # as the CLI passes them
         "intent": f.text("intent"),
-        "expand": not f.flag("no_expand"),
+        "expand": _expand(f),
         "rerank": not f.flag("no_rerank"),
         "rerank_budget": f.number("rerank_budget", low=0, high=MAX_RERANK_BUDGET_S),
         "where": f.texts("where"),
@@ -316,7 +328,7 @@ OPERATIONS: dict[str, Operation] = {
         frozenset(
             _RESULT_FIELDS
             | _TRANSCRIPT_FIELDS
-            | {"searches", "candidate_limit", "intent", "no_expand", "no_rerank", "rerank_budget"}
+            | {"searches", "candidate_limit", "intent", "expand", "no_expand", "no_rerank", "rerank_budget"}
             | {"explain", "pack", "max_items", "max_bytes"}
         ),
         False,
