@@ -42,7 +42,7 @@ class Counting:
 
 @pytest.fixture(scope="module")
 def gemma() -> Iterator[Any]:
-    from tansaku.models.llama import LlamaGenerator
+    from tansaku.models.llama_causal import LlamaGenerator
 
     with LlamaGenerator(gemma_gguf(), n_threads=1) as model:
         yield model

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tansaku.models.llama import read_gguf_metadata
+from tansaku.models.gguf import read_gguf_metadata
 
 
 def _string(text: str) -> bytes:

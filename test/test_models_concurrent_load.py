@@ -15,7 +15,8 @@ def test_models_loading_in_two_threads_at_once_both_load() -> None:
     # In a subprocess: the failure this guards against ends the whole process, pytest included.
     code = f"""
 import threading
-from tansaku.models.llama import LlamaEmbedder, LlamaGenerator
+from tansaku.models.llama import LlamaEmbedder
+from tansaku.models.llama_causal import LlamaGenerator
 loaded = {{}}
 gemma = threading.Thread(target=lambda: loaded.setdefault("generator", LlamaGenerator({str(gemma_gguf())!r})))
 gemma.start()

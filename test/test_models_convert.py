@@ -204,7 +204,7 @@ def test_conversion_reports_the_model_and_is_deterministic(tmp_path: Path) -> No
 
 @requires_minilm
 def test_converted_metadata_sets_the_tokenizer_up_for_llama_cpp(tmp_path: Path) -> None:
-    from tansaku.models.llama import read_gguf_metadata
+    from tansaku.models.gguf import read_gguf_metadata
 
     meta = read_gguf_metadata(minilm_gguf())
     assert meta["general.architecture"] == "bert"

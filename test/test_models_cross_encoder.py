@@ -15,7 +15,8 @@ import pytest
 
 from tansaku.models import convert
 from tansaku.models.cross_encoder import LlamaCrossEncoder, open_reranker
-from tansaku.models.llama import LlamaYesNoScorer, file_sha256
+from tansaku.models.gguf import file_sha256
+from tansaku.models.llama_causal import LlamaYesNoScorer
 
 from .gemma_fixture import gemma_gguf, requires_gemma
 from .models_fixture import cross_encoder_gguf, minilm_gguf, requires_llama, requires_minilm

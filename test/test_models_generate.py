@@ -39,7 +39,7 @@ def cache(tmp_path: Path) -> Iterator[LlmCache]:
 
 @pytest.fixture(scope="module")
 def generator() -> Iterator[Any]:
-    from tansaku.models.llama import LlamaGenerator
+    from tansaku.models.llama_causal import LlamaGenerator
 
     with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as model:
         yield model
@@ -47,7 +47,7 @@ def generator() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def scorer() -> Iterator[Any]:
-    from tansaku.models.llama import LlamaYesNoScorer
+    from tansaku.models.llama_causal import LlamaYesNoScorer
 
     with LlamaYesNoScorer(gemma_gguf(), n_threads=THREADS) as model:
         yield model
@@ -142,7 +142,7 @@ def test_generation_stops_before_a_stop_string(generator: Any) -> None:
 
 @requires_gemma
 def test_loading_and_generating_print_nothing(capfd: pytest.CaptureFixture[str]) -> None:
-    from tansaku.models.llama import LlamaGenerator, LlamaYesNoScorer
+    from tansaku.models.llama_causal import LlamaGenerator, LlamaYesNoScorer
 
     capfd.readouterr()
     with LlamaGenerator(gemma_gguf()) as model:
@@ -156,7 +156,7 @@ def test_loading_and_generating_print_nothing(capfd: pytest.CaptureFixture[str])
 
 @requires_gemma
 def test_closed_generator_refuses(tmp_path: Path) -> None:
-    from tansaku.models.llama import LlamaGenerator
+    from tansaku.models.llama_causal import LlamaGenerator
 
     model = LlamaGenerator(gemma_gguf(), n_threads=THREADS)
     model.close()
@@ -167,7 +167,7 @@ def test_closed_generator_refuses(tmp_path: Path) -> None:
 
 @requires_llama
 def test_generator_missing_file_is_a_clear_error(tmp_path: Path) -> None:
-    from tansaku.models.llama import LlamaGenerator
+    from tansaku.models.llama_causal import LlamaGenerator
 
     with pytest.raises(FileNotFoundError):
         LlamaGenerator(tmp_path / "absent.gguf")
@@ -324,7 +324,7 @@ def test_yes_no_scores_are_probabilities_and_deterministic(scorer: Any) -> None:
 
 @requires_gemma
 def test_scorer_cuts_a_document_longer_than_the_window() -> None:
-    from tansaku.models.llama import LlamaYesNoScorer
+    from tansaku.models.llama_causal import LlamaYesNoScorer
 
     # A small window keeps the full forward pass cheap (llama.cpp may round it up).
     with LlamaYesNoScorer(gemma_gguf(), n_ctx=128, n_threads=THREADS) as small:
@@ -533,7 +533,7 @@ def test_a_stable_prefix_is_restored_and_gives_the_same_output(generator: Any) -
     assert again == first
     other = _expand_with(generator, "rotate log files")
     assert generator.reused_prefix_tokens > 100
-    from tansaku.models.llama import LlamaGenerator
+    from tansaku.models.llama_causal import LlamaGenerator
 
     with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as fresh:
         assert _expand_with(fresh, "rotate log files") == other
@@ -542,7 +542,7 @@ def test_a_stable_prefix_is_restored_and_gives_the_same_output(generator: Any) -
 
 @requires_gemma
 def test_a_stored_prefix_state_serves_a_new_process_with_the_same_output() -> None:
-    from tansaku.models.llama import LlamaGenerator
+    from tansaku.models.llama_causal import LlamaGenerator
 
     with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as first:
         made = _expand_with(first, "rotate log files")
@@ -563,7 +563,7 @@ def test_a_stored_prefix_state_serves_a_new_process_with_the_same_output() -> No
 
 @requires_gemma
 def test_expansion_stores_the_prefix_state_for_the_next_process(cache: LlmCache) -> None:
-    from tansaku.models.llama import LlamaGenerator
+    from tansaku.models.llama_causal import LlamaGenerator
 
     with LlamaGenerator(gemma_gguf(), n_threads=THREADS) as first:
         gen_mod.expand_query("rotate log files", first, cache)

@@ -69,7 +69,8 @@ def test_unreadable_tokens_are_unknown_ones_and_cjk_ones_the_languages_leave_out
 @requires_minilm
 def test_the_converted_minilm_declares_english_and_cannot_read_chinese() -> None:
     from tansaku.models.cross_encoder import LlamaCrossEncoder
-    from tansaku.models.llama import LlamaEmbedder, cached_gguf_metadata
+    from tansaku.models.gguf import cached_gguf_metadata
+    from tansaku.models.llama import LlamaEmbedder
 
     from .models_fixture import cross_encoder_gguf
 

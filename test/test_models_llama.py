@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tansaku.models.llama import MISSING_EXTRA, LlamaEmbedder, read_gguf_metadata
+from tansaku.models.gguf import read_gguf_metadata
+from tansaku.models.llama import MISSING_EXTRA, LlamaEmbedder
 
 from .models_fixture import minilm_gguf, requires_llama, requires_minilm
 

@@ -233,7 +233,7 @@ def test_embed_and_vsearch_pass_the_setting_to_the_embedder(
 @requires_llama
 @requires_gemma
 def test_the_causal_models_take_the_setting():
-    from tansaku.models.llama import LlamaGenerator, LlamaYesNoScorer
+    from tansaku.models.llama_causal import LlamaGenerator, LlamaYesNoScorer
 
     with LlamaYesNoScorer(gemma_gguf(), n_ctx=128, n_threads=1) as judge:
         assert (judge.thread_setting, judge.threads) == (1, 1)

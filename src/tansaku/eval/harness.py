@@ -326,7 +326,7 @@ _MODE_ROLES = {
 def _models_record(api: Any, modes: Sequence[str]) -> dict[str, object]:
     """The model files the measured modes use, by role, with their hashes; a role whose model is
     not on this machine is recorded as absent (that mode then ran without it and said so)."""
-    from ..models.llama import file_sha256
+    from ..models.gguf import file_sha256
     from ..models.registry import resolve
 
     roles = [

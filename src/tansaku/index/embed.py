@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import EndpointError, UsageError
-from ..models.llama import file_sha256
+from ..models.gguf import file_sha256
 from ..models.prompts import PromptFormat
 from ..store.backend import Backend, SqliteBackend
 from ..store.backend import documents as store

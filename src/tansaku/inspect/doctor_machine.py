@@ -153,7 +153,7 @@ def _deep_check(ref: Any) -> DoctorCheck:
 
             load_embedder(ref.local_path, threads=1).embed(["ok"])
         elif ref.role == "generate":
-            from ..models.llama import LlamaGenerator
+            from ..models.llama_causal import LlamaGenerator
 
             LlamaGenerator(str(ref.local_path)).generate("ok", max_tokens=1)
         else:

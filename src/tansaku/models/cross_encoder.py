@@ -16,20 +16,19 @@ from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 
+from .gguf import cached_gguf_metadata, file_sha256
 from .lifetime import ClosableModel
 from .llama import (
-    _LOG_SINK,
-    _OPEN,
-    _POOLING_NAMES,
-    _POOLING_RANK,
-    LlamaYesNoScorer,
-    _import_llama_cpp,
-    _Threads,
-    cached_gguf_metadata,
+    LOG_SINK,
+    OPEN_MODELS,
+    POOLING_NAMES,
+    POOLING_RANK,
+    Threads,
     decode_sequences,
-    file_sha256,
+    import_llama_cpp,
     open_llama,
 )
+from .llama_causal import LlamaYesNoScorer
 
 __all__ = ["RERANK_WINDOW", "LlamaCrossEncoder", "Reranker", "open_reranker"]
 
@@ -62,7 +61,7 @@ class LlamaCrossEncoder(ClosableModel):
     prompt_version = 1
 
     def __init__(self, path: str | Path, *, n_threads: int | None = None, verbose: bool = False) -> None:
-        llama_cpp = _import_llama_cpp()
+        llama_cpp = import_llama_cpp()
         self._llama_cpp = llama_cpp
         self._path = str(path)
         meta = cached_gguf_metadata(self._path)
@@ -70,23 +69,23 @@ class LlamaCrossEncoder(ClosableModel):
         if not self._family:
             raise ValueError(f"{self._path}: GGUF file has no general.architecture")
         pooling = meta.get(f"{self._family}.pooling_type")
-        if pooling != _POOLING_RANK:
-            kind = _POOLING_NAMES.get(pooling, "no") if isinstance(pooling, int) else "no"
+        if pooling != POOLING_RANK:
+            kind = POOLING_NAMES.get(pooling, "no") if isinstance(pooling, int) else "no"
             raise ValueError(f"{self._path} is not a cross-encoder: it has {kind} pooling, not rank")
         trained = meta.get(f"{self._family}.context_length")
         if not isinstance(trained, int) or trained <= 0:
             raise ValueError(f"{self._path}: GGUF file has no {self._family}.context_length")
 
         self._n_ctx = min(trained, RERANK_WINDOW)
-        self._threads = _Threads(llama_cpp, n_threads)
-        _LOG_SINK.echo = verbose
+        self._threads = Threads(llama_cpp, n_threads)
+        LOG_SINK.echo = verbose
         started = time.perf_counter()
         self._llm = open_llama(
             llama_cpp,
             self._path,
             embedding=True,
             # Explicit, although the file says so too: only rank pooling runs the head.
-            pooling_type=_POOLING_RANK,
+            pooling_type=POOLING_RANK,
             n_ctx=self._n_ctx,
             # A pair must fit in one micro-batch (non-causal attention sees all of it).
             n_batch=self._n_ctx,
@@ -124,7 +123,7 @@ class LlamaCrossEncoder(ClosableModel):
         self._n_seq_max = min(self._n_ctx, int(llama_cpp.llama_max_parallel_sequences()))
         self._batch = llama_cpp.llama_batch_init(self._n_ctx, 0, 1)
         self.last_prompt_tokens = 0  # tokens decoded by the latest score/score_batch, for tokens/s
-        _OPEN.add(self)
+        OPEN_MODELS.add(self)
 
     # -- facts about the model -------------------------------------------------------------
 
@@ -285,7 +284,7 @@ def is_cross_encoder(path: str | Path) -> bool:
     """Whether the GGUF file is a rank-pooling cross-encoder (its header only, read once; no load)."""
     meta = cached_gguf_metadata(path)
     family = str(meta.get("general.architecture", ""))
-    return bool(family) and meta.get(f"{family}.pooling_type") == _POOLING_RANK
+    return bool(family) and meta.get(f"{family}.pooling_type") == POOLING_RANK
 
 
 def open_reranker(path: str | Path, *, n_threads: int | None = None) -> Reranker:
@@ -301,11 +300,11 @@ def open_reranker(path: str | Path, *, n_threads: int | None = None) -> Reranker
     if not family:
         raise ValueError(f"{path}: GGUF file has no general.architecture")
     pooling = meta.get(f"{family}.pooling_type")
-    if pooling == _POOLING_RANK:
+    if pooling == POOLING_RANK:
         return LlamaCrossEncoder(path, n_threads=n_threads)
-    if isinstance(pooling, int) and pooling in _POOLING_NAMES and pooling != 0:
+    if isinstance(pooling, int) and pooling in POOLING_NAMES and pooling != 0:
         raise ValueError(
-            f"{path} is an embedding model ({_POOLING_NAMES[pooling]} pooling), not a reranker: use a "
+            f"{path} is an embedding model ({POOLING_NAMES[pooling]} pooling), not a reranker: use a "
             "cross-encoder (rank pooling) or a text generation model"
         )
     if meta.get(f"{family}.attention.causal") is False:

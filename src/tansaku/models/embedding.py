@@ -60,7 +60,7 @@ def embed_model(config_path: Path) -> ModelRef:
 def prompt_format(path: Path, config_path: Path) -> PromptFormat:
     """The model's prompt format, unless ``[models] embed_prompt`` names one: this index's config
     first, then the user-wide models file (the order of the model choice itself)."""
-    from .llama import cached_gguf_metadata
+    from .gguf import cached_gguf_metadata
 
     return choose(cached_gguf_metadata(path), _prompt_override(config_path))
 

@@ -35,7 +35,7 @@ class ClosableModel:
 
     def __del__(self) -> None:
         # At interpreter exit llama_cpp (and even contextlib) may already be torn down; the
-        # process frees everything anyway, and open models are closed before that (llama._OPEN).
+        # process frees everything anyway, and open models are closed before that (llama.OPEN_MODELS).
         try:  # noqa: SIM105 (contextlib itself may be gone by then)
             self.close()
         except Exception:

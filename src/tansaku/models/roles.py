@@ -82,7 +82,7 @@ def _prompt_version(role: str, path: str) -> int | None:
         return None
     try:
         from .cross_encoder import LlamaCrossEncoder, is_cross_encoder
-        from .llama import LlamaYesNoScorer
+        from .llama_causal import LlamaYesNoScorer
 
         kind = LlamaCrossEncoder if is_cross_encoder(path) else LlamaYesNoScorer
         return int(kind.prompt_version)
@@ -92,13 +92,13 @@ def _prompt_version(role: str, path: str) -> int | None:
 
 def _open(role: str, path: str) -> Any:
     if role == "generate":
-        from .llama import LlamaGenerator
+        from .llama_causal import LlamaGenerator
 
         # No fixed thread count: chosen before each call from the machine's load.
         return LlamaGenerator(path)
     generator = _LOADED.get(("generate", path))
     if generator is not None:
-        from .llama import LlamaYesNoScorer
+        from .llama_causal import LlamaYesNoScorer
 
         # One decoder file in both roles (a small model that expands and judges): one load.
         return LlamaYesNoScorer(path, sharing=generator)
@@ -111,7 +111,7 @@ def _known_hash(path: str, hashes: Any | None) -> str | None:
     if hashes is None:
         return None
     from ..store.llm_cache import cache_key
-    from .llama import file_sha256
+    from .gguf import file_sha256
 
     st = os.stat(path)
     key = cache_key(path, str(st.st_size), str(st.st_mtime_ns))

@@ -17,7 +17,7 @@ from .client import Client, HttpStatus
 
 RERANK, JUDGE = "rerank", "judge"
 _NO_ROUTE = (404, 405, 501)
-# The judging prompt of the local yes/no scorer (models/llama.py), so both judge alike.
+# The judging prompt of the local yes/no scorer (models/llama_causal.py), so both judge alike.
 _YES_NO_PROMPT = (
     "Judge whether the document is relevant to the search query. Answer only yes or no.\n"
     "Query: {query}\n"
