@@ -39,7 +39,7 @@ def register(commands: Any) -> None:
         choices=("search", "vsearch", "query-fused", "query-expanded", "query", "all"),
         default="all",
         help="ranking mode(s) to measure (query-fused: query --no-expand --no-rerank;"
-        " query-expanded: query --no-rerank)",
+        " query-expanded: query --expand --no-rerank; query: query --expand)",
     )
     bench.add_argument(
         "--record", metavar="FILE", help="also write the full JSON report (with per-query ranks)"

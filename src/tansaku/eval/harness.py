@@ -25,8 +25,9 @@ from . import metrics
 
 K = 10
 # "query-fused" is `query --no-expand --no-rerank`: fusion alone, without the generate and rerank
-# models; "query-expanded" is `query --no-rerank`. So the worth of expansion is the difference
-# between those two, and the worth of reranking the difference between "query-expanded" and "query".
+# models; "query-expanded" is `query --expand --no-rerank`; "query" is `query --expand`. So the
+# worth of expansion is the difference between the first two, and the worth of reranking the
+# difference between "query-expanded" and "query".
 MODES = ("search", "vsearch", "query-fused", "query-expanded", "query")
 KINDS = ("known-item", "identifier", "flag", "paraphrase", "howto", "hard", "error", "cjk")
 
@@ -111,15 +112,18 @@ def mode_runners(api: Any, level: str | None = None) -> dict[str, ModeRunner | N
             )
         return ranked(result, collection)
 
+    # "query-expanded" and "query" measure the expansion step, so they ask for it: by default
+    # `query` does not expand on a CPU (hybrid/expansion_default.py).
     def hybrid(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
-        return ranked(api.query(query, collections=names(collection), limit=k), collection)
+        return ranked(api.query(query, collections=names(collection), limit=k, expand=True), collection)
 
     def fused(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
         result = api.query(query, collections=names(collection), limit=k, expand=False, rerank=False)
         return ranked(result, collection)
 
     def expanded(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
-        return ranked(api.query(query, collections=names(collection), limit=k, rerank=False), collection)
+        result = api.query(query, collections=names(collection), limit=k, expand=True, rerank=False)
+        return ranked(result, collection)
 
     return {
         "search": keyword,
