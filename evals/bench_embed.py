@@ -1451,7 +1451,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     models.add_argument(
         "--windows",
         default="model",
-        help="comma-separated window sizes in tokens, 'model' (its own) or 'quick' (embed --quick-only)",
+        help="comma-separated window sizes in tokens, 'model' (its own), 'quick' (embed --quick-only)"
+        " or 'budget:N' (TANSAKU_EMBED_BUDGET=N: each chunk's first N tokens)",
     )
     models.add_argument(
         "--qmd", type=Path, metavar="BIN", help="qmd's executable: its embed beside each model"

@@ -13,6 +13,8 @@ own: its trained window, else its whole context). A chunk longer than the window
 several windows, each starting with the document's title and headings. The policy ``quick`` is
 ``embed --quick-only``: one vector per chunk of its first ``QUICK_TOKENS`` tokens (prompt, title
 and headings included), the pass that makes vectors useful before the full ones exist.
+``budget:N`` is the full pass with ``TANSAKU_EMBED_BUDGET=N``: each chunk's first N tokens, in
+windows of the model's size.
 """
 
 from __future__ import annotations
@@ -93,7 +95,10 @@ def _sandbox_env(root: Path, model: str, window: str) -> dict[str, str]:
     )
     env.setdefault("TANSAKU_PYTHON", sys.executable)  # bin/tansaku: this interpreter, not a bare python3
     env.pop("TANSAKU_EMBED_WINDOW", None)
-    if window not in ("model", "quick"):
+    env.pop("TANSAKU_EMBED_BUDGET", None)
+    if window.startswith("budget:"):
+        env["TANSAKU_EMBED_BUDGET"] = window.removeprefix("budget:")
+    elif window not in ("model", "quick"):
         env["TANSAKU_EMBED_WINDOW"] = window
     return env
 
@@ -118,7 +123,8 @@ def _rendered_tokens(env: dict[str, str], quick: bool = False) -> tuple[int, int
         "docs = store.documents_in(conn, 'set')\n"
         "quick = QUICK and min(E.QUICK_TOKENS, E.window_tokens(e)) or None\n"
         "units = E._units(conn, pending, params, prompt, e, {d.hash: d.title for d in docs.values()},"
-        " {d.hash: p for p, d in docs.items()}, quick_limit=quick)\n"
+        " {d.hash: p for p, d in docs.items()}, quick_limit=quick,"
+        " budget=None if quick else E.embed_budget())\n"
         "texts = list({u.text_sha: u.text for u in units}.values())\n"
         "tokens = sum(len(e._encode(i, t)) for i, t in enumerate(texts))\n"
         "print(json.dumps([len(pending), len(texts), tokens]))\n"
@@ -135,7 +141,7 @@ def _rendered_tokens(env: dict[str, str], quick: bool = False) -> tuple[int, int
 
 
 def tansaku_run(files: Path, mask: str, model: str, window: str, work: Path) -> ModelRun:
-    root = work / f"tansaku-{Path(model).stem}-{window}"
+    root = work / f"tansaku-{Path(model).stem}-{window.replace(':', '-')}"
     root.mkdir(parents=True)
     env = _sandbox_env(root, model, window)
     subprocess.run(

@@ -38,6 +38,11 @@ QUICK_TOKENS = 56
 # Below this many pending chunks the full pass is soon done, and a quick pass first only adds to it.
 QUICK_MIN_CHUNKS = 500
 QUICK_MIN_CHUNKS_ENV = "TANSAKU_QUICK_MIN_CHUNKS"
+# The full pass embeds each chunk's first EMBED_BUDGET tokens (prompt, title and headings
+# included), in windows of the model's size; None embeds every token. TANSAKU_EMBED_BUDGET
+# ("all" or a number of tokens) overrides it.
+EMBED_BUDGET: int | None = None
+EMBED_BUDGET_ENV = "TANSAKU_EMBED_BUDGET"
 # Tokens per decode when quick windows are packed: faster than one window a decode, and far
 # less memory than a full 2,048-token batch (which was no faster).
 QUICK_PACK_TOKENS = 512
@@ -327,6 +332,7 @@ def _run(
     report = EmbedReport(identity.path, fingerprint, prompt.name, 0, 0, [])
     computed = chunks_done = 0
     work = _Work()  # what the model computed, and for how long: the speed kept for estimates
+    budget = embed_budget()
     loaded: list[Embedder] = []
 
     def model() -> Embedder:
@@ -379,7 +385,7 @@ def _run(
             for start in range(0, len(pending), BATCH_CHUNKS):
                 batch_started = time.perf_counter()
                 batch = pending[start : start + BATCH_CHUNKS]
-                units = _units(conn, batch, params, prompt, embedder, titles, paths)
+                units = _units(conn, batch, params, prompt, embedder, titles, paths, budget=budget)
                 vectors, chunks, embedded_chunks = _store_batch(
                     conn, backend, embedder, identity, params, units, result, force
                 )
@@ -431,6 +437,19 @@ def window_tokens(embedder: Embedder) -> int:
             )
         return min(int(override), embedder.context_tokens)
     return limit
+
+
+def embed_budget() -> int | None:
+    """Tokens of each chunk the full pass embeds: ``TANSAKU_EMBED_BUDGET`` ("all", or 16 or more),
+    else ``EMBED_BUDGET``. None: every token."""
+    raw = os.environ.get(EMBED_BUDGET_ENV, "").strip().lower()
+    if not raw:
+        return EMBED_BUDGET
+    if raw == "all":
+        return None
+    if not raw.isdigit() or int(raw) < 16:
+        raise UsageError(f"{EMBED_BUDGET_ENV}={raw!r} is not 'all' or a whole number of tokens (16 or more)")
+    return int(raw)
 
 
 def _record(identity: ModelIdentity, embedder: Embedder) -> vec.EmbedModelRecord:
@@ -489,9 +508,11 @@ def _units(
     titles: dict[str, str],
     paths: dict[str, str],
     quick_limit: int | None = None,
+    budget: int | None = None,
 ) -> list[_Unit]:
-    """The texts to embed for these chunks: every window, or with ``quick_limit`` the first
-    ``quick_limit`` tokens only, as the chunk's quick window."""
+    """The texts to embed for these chunks: the windows of the chunk's first ``budget`` tokens
+    (None: of all of it), or with ``quick_limit`` the first ``quick_limit`` tokens only, as the
+    chunk's quick window."""
     from ..store.backend import chunks as chunk_store
 
     units: list[_Unit] = []
@@ -516,6 +537,9 @@ def _units(
                 )
                 windows, numbers = [quick_window], [vec.QUICK_WINDOW]
             else:
+                if budget is not None:
+                    head = first_window(lines, chunk.start_line, render, embedder.count_tokens, budget)
+                    lines = head.text.split("\n")
                 windows = split_windows(
                     lines, chunk.start_line, render, embedder.count_tokens, window_tokens(embedder)
                 )

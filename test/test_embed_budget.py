@@ -1,0 +1,89 @@
+"""The embed budget: the full pass embeds each chunk's first N tokens (TANSAKU_EMBED_BUDGET, the
+default chosen on the measurements of evals/RESULTS-embed.md), in windows of the model's size.
+Real MiniLM (a 254-token window), real sqlite-vec and PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tansaku.index.embed import EMBED_BUDGET
+
+from .conftest import index_sql
+from .models_fixture import requires_llama, requires_minilm
+
+pytestmark = pytest.mark.both_backends
+
+# One section of about 900 words: a single chunk that MiniLM's window cuts into several.
+OPENING = "The harbour crane lifts shipping containers onto the night train to Rotterdam."
+FILLER = "Routine maintenance notes follow about lubrication intervals and cable inspections."
+CLOSING = "Finally the archive of violin recordings is stored in the cold basement vault."
+
+
+def _long_document(root: Path) -> Path:
+    root.mkdir()
+    lines = [OPENING] + [f"{FILLER} Item {n}." for n in range(60)] + [CLOSING]
+    (root / "port.md").write_text("# Port operations\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def _chunk_windows(index_path: Path) -> dict[int, list[tuple[int, int, int]]]:
+    """Per chunk (its seq): its vectors' (window, start_line, end_line)."""
+    with index_sql(index_path) as conn:
+        column = "window" if hasattr(conn, "enable_load_extension") else "window_no"
+        rows = conn.execute(f"SELECT seq, {column}, start_line, end_line FROM chunk_vectors ORDER BY 1, 2")
+        chunks: dict[int, list[tuple[int, int, int]]] = {}
+        for seq, window, start, end in rows:
+            chunks.setdefault(seq, []).append((window, start, end))
+        return chunks
+
+
+def _embed(cli, *args: str) -> dict:
+    result = cli("embed", "--no-quick", *args, "--json")
+    assert result.exit_code == 0, result.stderr
+    return result.json()
+
+
+@requires_llama
+@requires_minilm
+def test_a_budget_embeds_the_start_of_each_chunk_and_all_embeds_every_token(
+    cli, model, index_path, tmp_path, monkeypatch
+):
+    folder = _long_document(tmp_path / "port")
+    assert cli("collection", "add", str(folder), "--name", "port").exit_code == 0
+
+    monkeypatch.setenv("TANSAKU_EMBED_BUDGET", "all")
+    _embed(cli)
+    whole = _chunk_windows(index_path)
+    assert all(len(windows) >= 2 for windows in whole.values())  # every token, in 254-token windows
+
+    monkeypatch.setenv("TANSAKU_EMBED_BUDGET", "64")
+    _embed(cli, "-f")
+    budget = _chunk_windows(index_path)
+    assert budget.keys() == whole.keys()
+    for seq, windows in budget.items():
+        assert len(windows) == 1  # 64 tokens fit one window
+        window, start, end = windows[0]
+        assert window == 0 and start == whole[seq][0][1] and end < whole[seq][-1][2]
+    found = cli("vsearch", "containers loaded onto a train", "--json").json()
+    assert found["results"][0]["path"] == "port.md"
+    first = min(budget)
+    assert found["results"][0]["snippet"]["start_line"] <= budget[first][0][2]  # a line embedded
+
+    monkeypatch.setenv("TANSAKU_EMBED_BUDGET", "400")
+    _embed(cli, "-f")
+    # 400 tokens: a whole window and part of the next, where the chunk is that long
+    assert [len(w) for w in _chunk_windows(index_path).values()] == [min(2, len(w)) for w in whole.values()]
+
+
+@pytest.mark.parametrize("value", ["abc", "8", "-1"])
+def test_a_bad_budget_is_a_usage_error(cli, value, monkeypatch) -> None:
+    monkeypatch.setenv("TANSAKU_EMBED_BUDGET", value)
+    result = cli("embed")
+    assert result.exit_code == 2
+    assert "TANSAKU_EMBED_BUDGET" in result.stderr and "16 or more" in result.stderr
+
+
+def test_the_default_budget_is_the_measured_one() -> None:
+    assert EMBED_BUDGET is None  # evals/RESULTS-embed.md: "How much of a chunk: the full pass"
