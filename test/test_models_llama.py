@@ -193,3 +193,36 @@ def test_missing_llama_cpp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
         LlamaEmbedder("/any/model.gguf")
     assert str(info.value) == MISSING_EXTRA
     assert MISSING_EXTRA == "the models extra is not installed: pip install 'tansaku[models]'"
+
+
+LANE_TEXTS = [
+    f"note {n}: the harbour crane lifts containers onto the night train " * (n % 3 + 1) for n in range(9)
+]
+
+
+def test_texts_embedded_side_by_side_get_the_vectors_they_get_one_after_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = str(minilm_gguf())
+    alone = LlamaEmbedder(path, n_threads=1)
+    both = LlamaEmbedder(path, n_threads=2)
+    try:
+        expected = alone.embed(LANE_TEXTS)
+        assert alone.side_by_side == 1
+        # Two threads: two contexts of one thread each, nine texts shared between them.
+        assert both.embed(LANE_TEXTS) == expected  # bit for bit: each decode starts empty
+        assert (both.side_by_side, both.threads) == (2, 2)
+        # One text: one context with both threads.
+        single = both.embed(LANE_TEXTS[:1])
+        assert both.side_by_side == 1 and both.threads == 2
+        assert single[0] == pytest.approx(expected[0], abs=1e-6)
+        # Short of memory for a second context: one text after another, the same vectors.
+        monkeypatch.setattr("tansaku.models.llama.available_memory", lambda: 0)
+        fresh = LlamaEmbedder(path, n_threads=2)
+        try:
+            assert fresh.embed(LANE_TEXTS) == expected and fresh.side_by_side == 1
+        finally:
+            fresh.close()
+    finally:
+        alone.close()
+        both.close()

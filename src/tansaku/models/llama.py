@@ -11,17 +11,20 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import queue
 import sys
 import threading
 import time
 import weakref
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
 from .gguf import cached_gguf_metadata, file_sha256
 from .lifetime import ClosableModel
+from .system import available_memory
 from .threads import AutoThreads, usable_cpus
 
 __all__ = ["MISSING_EXTRA", "LlamaEmbedder", "decode_sequences", "import_llama_cpp", "open_llama"]
@@ -31,6 +34,14 @@ MISSING_EXTRA = "the models extra is not installed: pip install 'tansaku[models]
 # A window beyond this costs quadratic attention time for little gain in retrieval, and callers
 # split long texts anyway.
 MAX_WINDOW = 2048
+# Texts embedded side by side, each in its own llama.cpp context of the one model, when the
+# threads allow: on 2 cores two contexts of 1 thread each beat one context of 2 threads (whose
+# threads spin waiting for each other, the more so when another process takes a core): measured
+# in evals/RESULTS-embed.md ("Lanes"). More lanes would each cost a context's memory.
+MAX_LANES = 2
+# A second context costs about its compute buffers plus a row of output per token (0.4-0.9 GB
+# for EmbeddingGemma): below this much free memory, texts are embedded one after another.
+LANE_MEMORY = 1 << 30
 
 # llama.cpp's pooling types, as written in GGUF files (enum llama_pooling_type).
 POOLING_NAMES = {0: "none", 1: "mean", 2: "cls", 3: "last", 4: "rank"}
@@ -118,14 +129,17 @@ class Threads:
             raise ValueError(f"threads must be at least 1, not {setting}")
         self.setting = setting
 
+    def wanted(self) -> int:
+        """The count the next decode should use: the fixed setting, or chosen by the load now."""
+        if self.setting is not None:
+            return self.setting
+        if self._auto is None:
+            self._auto = AutoThreads()
+        return self._auto.choose()
+
     def apply(self, ctx: Any) -> int:
         """Set the count for the next decode of ``ctx``; returns it."""
-        if self.setting is not None:
-            wanted = self.setting
-        else:
-            if self._auto is None:
-                self._auto = AutoThreads()
-            wanted = self._auto.choose()
+        wanted = self.wanted()
         if wanted != self.current:
             self._llama_cpp.llama_set_n_threads(ctx, wanted, wanted)
             self.current = wanted
@@ -199,6 +213,10 @@ class LlamaEmbedder(ClosableModel):
         self._overhead = len(self._llm.tokenize(b"", add_bos=True, special=False))
         self._n_seq_max = min(self._n_ctx, int(llama_cpp.llama_max_parallel_sequences()))
         self._batch = llama_cpp.llama_batch_init(self._n_ctx, 0, 1)
+        # Contexts beside the model's own for embedding texts side by side: (ctx, batch).
+        self._lanes: list[tuple[Any, Any]] = []
+        self._side_by_side = 1  # contexts the latest embed used
+        self._one_thread = Threads(llama_cpp, 1)
         self._closed = False
         OPEN_MODELS.add(self)
 
@@ -253,10 +271,16 @@ class LlamaEmbedder(ClosableModel):
 
     @property
     def threads(self) -> int:
-        """The threads llama.cpp's context holds now: those of the latest decode (or of the next,
-        for a fixed setting not used yet), read back from the context."""
+        """The threads of the latest decode (or of the next, for a fixed setting not used yet):
+        read back from the model's context, times the contexts when texts went side by side."""
         self._check_open()
-        return int(self._llama_cpp.llama_n_threads_batch(self._llm.ctx))
+        per_context = int(self._llama_cpp.llama_n_threads_batch(self._llm.ctx))
+        return per_context * self._side_by_side
+
+    @property
+    def side_by_side(self) -> int:
+        """Contexts the latest ``embed`` decoded in at once (1: one text after another)."""
+        return self._side_by_side
 
     def set_threads(self, n_threads: int | None) -> None:
         """Use ``n_threads`` for the next decodes; None chooses them by the machine's load."""
@@ -264,6 +288,7 @@ class LlamaEmbedder(ClosableModel):
         self._threads.set(n_threads)
         if n_threads is not None:
             self._threads.apply(self._llm.ctx)
+            self._side_by_side = 1
 
     @cached_property
     def file_sha256(self) -> str:
@@ -316,18 +341,69 @@ class LlamaEmbedder(ClosableModel):
         encoded = [self._encode(i, text) for i, text in enumerate(texts)]
         per_batch = self._n_seq_max if pack else 1
         room = min(self._n_ctx, pack_tokens or self._n_ctx)
-        vectors: list[list[float]] = []
-        group: list[list[int]] = []
+        groups: list[list[list[int]]] = []
         used = 0
         for tokens in encoded:
-            if group and (used + len(tokens) > room or len(group) >= per_batch):
-                vectors.extend(self._decode(group))
-                group, used = [], 0
-            group.append(tokens)
+            if not groups or used + len(tokens) > room or len(groups[-1]) >= per_batch:
+                groups.append([])
+                used = 0
+            groups[-1].append(tokens)
             used += len(tokens)
-        if group:
-            vectors.extend(self._decode(group))
-        return vectors
+        return self._decode_groups(groups)
+
+    def _decode_groups(self, groups: list[list[list[int]]]) -> list[list[float]]:
+        """Each group in one decode: one after another in the model's context, or side by side in
+        up to MAX_LANES contexts of one thread each, when the threads allow more than one. A text
+        gives the same vector in any context (each decode starts from an empty one)."""
+        wanted = self._threads.wanted() if len(groups) > 1 else 1
+        lanes = self._open_lanes(min(MAX_LANES, wanted, len(groups))) if wanted > 1 else []
+        if not lanes:
+            self._side_by_side = 1
+            return [vector for group in groups for vector in self._decode(group)]
+        contexts = [(self._llm.ctx, self._batch), *lanes]
+        self._side_by_side = len(contexts)
+        per_lane = max(1, wanted // len(contexts))
+        for ctx, _ in contexts:
+            self._llama_cpp.llama_set_n_threads(ctx, per_lane, per_lane)
+        self._threads.current = per_lane  # the model's context, for the next single decode
+        lane_threads = Threads(self._llama_cpp, per_lane)
+        free: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
+        for context in contexts:
+            free.put(context)
+
+        def decode(group: list[list[int]]) -> list[list[float]]:
+            ctx, batch = free.get()
+            try:
+                return self._decode(group, ctx, batch, lane_threads)
+            finally:
+                free.put((ctx, batch))
+
+        with ThreadPoolExecutor(max_workers=len(contexts), thread_name_prefix="embed-lane") as pool:
+            futures = [pool.submit(decode, group) for group in groups]
+            try:
+                results = [future.result() for future in futures]
+            except BaseException:
+                # An error or Ctrl-C: decodes not started are dropped, running ones finish.
+                for future in futures:
+                    future.cancel()
+                raise
+        return [vector for result in results for vector in result]
+
+    def _open_lanes(self, count: int) -> list[tuple[Any, Any]]:
+        """Up to ``count - 1`` contexts beside the model's own (made once, kept): fewer where
+        llama.cpp cannot make one or memory is short."""
+        lc = self._llama_cpp
+        while len(self._lanes) < count - 1:
+            free = available_memory()
+            if free is not None and free < LANE_MEMORY:
+                break
+            params = type(self._llm.context_params).from_buffer_copy(self._llm.context_params)
+            with _LOADING:  # llama.cpp allocates for the context as for a model load
+                ctx = lc.llama_init_from_model(self._llm.model, params)
+            if not ctx:
+                break
+            self._lanes.append((ctx, lc.llama_batch_init(self._n_ctx, 0, 1)))
+        return self._lanes[: max(0, count - 1)]
 
     def raw_throughput(self, texts: Sequence[str]) -> float:
         """Texts per second for ``texts`` through llama-cpp-python's own ``Llama.embed``, as a baseline."""
@@ -349,14 +425,23 @@ class LlamaEmbedder(ClosableModel):
             )
         return tokens
 
-    def _decode(self, group: list[list[int]]) -> list[list[float]]:
+    def _decode(
+        self,
+        group: list[list[int]],
+        ctx: Any = None,
+        batch: Any = None,
+        threads: Threads | None = None,
+    ) -> list[list[float]]:
+        """One decode of ``group`` in ``ctx`` (the model's own by default)."""
         import numpy as np
 
         lc = self._llama_cpp
-        decode_sequences(lc, self._llm.ctx, self._batch, group, self._threads, "embed a batch")
+        if ctx is None:
+            ctx, batch, threads = self._llm.ctx, self._batch, self._threads
+        decode_sequences(lc, ctx, batch, group, threads or self._one_thread, "embed a batch")
         vectors = []
         for seq in range(len(group)):
-            pointer = lc.llama_get_embeddings_seq(self._llm.ctx, seq)
+            pointer = lc.llama_get_embeddings_seq(ctx, seq)
             if not pointer:
                 raise RuntimeError("llama.cpp returned no pooled embedding")
             vector = np.ctypeslib.as_array(pointer, shape=(self._dims,)).astype(np.float64)
@@ -371,6 +456,10 @@ class LlamaEmbedder(ClosableModel):
     closed_message = "the embedder is closed"
 
     def _release(self) -> None:
+        for ctx, batch in self._lanes:
+            self._llama_cpp.llama_batch_free(batch)
+            self._llama_cpp.llama_free(ctx)
+        self._lanes = []
         self._llama_cpp.llama_batch_free(self._batch)
         self._llm.close()
 
