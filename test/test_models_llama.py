@@ -216,6 +216,11 @@ def test_texts_embedded_side_by_side_get_the_vectors_they_get_one_after_another(
         single = both.embed(LANE_TEXTS[:1])
         assert both.side_by_side == 1 and both.threads == 2
         assert single[0] == pytest.approx(expected[0], abs=1e-6)
+        monkeypatch.setenv("TANSAKU_EMBED_LANES", "1")  # one context, both threads on each text
+        together = both.embed(LANE_TEXTS)
+        assert both.side_by_side == 1
+        assert all(v == pytest.approx(e, abs=1e-6) for v, e in zip(together, expected, strict=True))
+        monkeypatch.delenv("TANSAKU_EMBED_LANES")
         # Short of memory for a second context: one text after another, the same vectors.
         monkeypatch.setattr("tansaku.models.llama.available_memory", lambda: 0)
         fresh = LlamaEmbedder(path, n_threads=2)

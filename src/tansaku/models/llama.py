@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import os
 import queue
 import sys
 import threading
@@ -39,6 +40,7 @@ MAX_WINDOW = 2048
 # threads spin waiting for each other, the more so when another process takes a core): measured
 # in evals/RESULTS-embed.md ("Lanes"). More lanes would each cost a context's memory.
 MAX_LANES = 2
+LANES_ENV = "TANSAKU_EMBED_LANES"  # 1: one context, its threads working together on each text
 # A second context costs about its compute buffers plus a row of output per token (0.4-0.9 GB
 # for EmbeddingGemma): below this much free memory, texts are embedded one after another.
 LANE_MEMORY = 1 << 30
@@ -107,6 +109,14 @@ def open_llama(llama_cpp: Any, path: str, **options: Any) -> Any:
             said = LOG_SINK.last_error()
             why = f": {said}" if said else ""
             raise ValueError(f"{path} could not be loaded by llama.cpp{why}") from exc
+
+
+def max_lanes() -> int:
+    """``TANSAKU_EMBED_LANES`` (1 or more), else MAX_LANES."""
+    raw = os.environ.get(LANES_ENV, "").strip()
+    if raw.isdigit() and int(raw) >= 1:
+        return int(raw)
+    return MAX_LANES
 
 
 class Threads:
@@ -356,7 +366,7 @@ class LlamaEmbedder(ClosableModel):
         up to MAX_LANES contexts of one thread each, when the threads allow more than one. A text
         gives the same vector in any context (each decode starts from an empty one)."""
         wanted = self._threads.wanted() if len(groups) > 1 else 1
-        lanes = self._open_lanes(min(MAX_LANES, wanted, len(groups))) if wanted > 1 else []
+        lanes = self._open_lanes(min(max_lanes(), wanted, len(groups))) if wanted > 1 else []
         if not lanes:
             self._side_by_side = 1
             return [vector for group in groups for vector in self._decode(group)]
