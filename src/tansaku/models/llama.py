@@ -363,16 +363,15 @@ class LlamaEmbedder(ClosableModel):
 
     def _decode_groups(self, groups: list[list[list[int]]]) -> list[list[float]]:
         """Each group in one decode: one after another in the model's context, or side by side in
-        up to MAX_LANES contexts of one thread each, when the threads allow more than one. A text
-        gives the same vector in any context (each decode starts from an empty one)."""
-        wanted = self._threads.wanted() if len(groups) > 1 else 1
-        lanes = self._open_lanes(min(max_lanes(), wanted, len(groups))) if wanted > 1 else []
+        up to MAX_LANES contexts (``_lane_room``), the threads shared between them. A text gives
+        the same vector in any context (each decode starts from an empty one)."""
+        lanes = self._open_lanes(min(max_lanes(), self._lane_room(), len(groups))) if len(groups) > 1 else []
         if not lanes:
             self._side_by_side = 1
             return [vector for group in groups for vector in self._decode(group)]
         contexts = [(self._llm.ctx, self._batch), *lanes]
         self._side_by_side = len(contexts)
-        per_lane = max(1, wanted // len(contexts))
+        per_lane = max(1, self._threads.wanted() // len(contexts))
         for ctx, _ in contexts:
             self._llama_cpp.llama_set_n_threads(ctx, per_lane, per_lane)
         self._threads.current = per_lane  # the model's context, for the next single decode
@@ -398,6 +397,14 @@ class LlamaEmbedder(ClosableModel):
                     future.cancel()
                 raise
         return [vector for result in results for vector in result]
+
+    def _lane_room(self) -> int:
+        """Contexts that may run at once: the fixed thread count, or with automatic threads every
+        usable CPU, however busy. Unlike two threads on one text, two contexts never wait for each
+        other, so a busy machine only slows each (the automatic choice of 1 thread a context is
+        about those waits: RESULTS-threads.md)."""
+        setting = self._threads.setting
+        return setting if setting is not None else usable_cpus()
 
     def _open_lanes(self, count: int) -> list[tuple[Any, Any]]:
         """Up to ``count - 1`` contexts beside the model's own (made once, kept): fewer where
