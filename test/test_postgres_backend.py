@@ -179,14 +179,6 @@ def test_the_config_can_name_the_database(cli, postgres_url: str, config_path: P
     assert not Path(os.environ["TANSAKU_INDEX_PATH"]).exists()  # no SQLite file was made
 
 
-def test_a_command_not_ported_yet_says_so(cli, postgres_url: str, sample: Path) -> None:
-    assert cli("--index", postgres_url, "collection", "add", sample, "--name", "sample").exit_code == 0
-    for command in (("mcp",), ("mcp", "status"), ("ui",)):
-        result = cli("--index", postgres_url, *command, "--json")
-        assert result.exit_code == 3, (command, result.stdout, result.stderr)
-        assert result.error()["code"] == "BACKEND_UNSUPPORTED", command
-
-
 def test_a_server_that_does_not_answer_is_unreachable_not_empty(cli, tmp_path: Path) -> None:
     url = f"postgresql://postgres@/nothing?host={tmp_path}"  # no server listens on this socket folder
     result = cli("--index", url, "search", "backup", "--json")
