@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import threading
 from collections.abc import Callable
@@ -249,3 +250,30 @@ def test_a_kept_api_on_an_empty_database_says_index_missing(postgres_url: str) -
             api.search("backup")
     finally:
         api.close()
+
+
+TRANSCRIPTS = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
+
+
+def test_what_a_server_cannot_do_on_postgresql_is_the_clis_error_not_a_500(
+    cli: Callable[..., CliResult], both: str, tmp_path: Path
+) -> None:
+    """Transcripts are not on PostgreSQL yet (docs/backends.md): with a transcript collection in
+    the config (added to the SQLite index that shares it), a search over it answers the CLI's
+    BACKEND_UNSUPPORTED, over HTTP (503) and MCP alike; the file collections still answer."""
+    shutil.copytree(TRANSCRIPTS / "claude", tmp_path / "claude")
+    assert cli("collection", "add", "--type", "claude", tmp_path / "claude", "--name", "chats").exit_code == 0
+    refused = cli("--index", both, "search", "index", "--json")
+    assert refused.exit_code == 3 and refused.error()["code"] == "BACKEND_UNSUPPORTED"
+    with http_server(tmp_path, "--index", both) as server:
+        reply = server.post("/search", {"query": "index"})
+        assert reply.status == 503 and reply.json()["error"]["code"] == "BACKEND_UNSUPPORTED"
+        files = server.post("/search", {"query": "backup", "collections": ["sample"]})
+        assert files.status == 200 and files.json()["results"]
+
+        async def over_mcp() -> Any:
+            async with Client(server.url + "/mcp", mode="legacy", read_timeout_seconds=60) as client:
+                return await client.call_tool("search", {"query": "index"})
+
+        tool = anyio.run(over_mcp)
+        assert tool.is_error and tool.structured_content["error"]["code"] == "BACKEND_UNSUPPORTED"
