@@ -182,6 +182,7 @@ def test_a_daemon_on_a_database_url_keeps_its_password_off_disk(both: str, index
         assert started.returncode == 0, started.stderr
         info = json.loads(started.stdout)
         assert info["started"] is True and secret not in started.stdout
+        assert f"tansaku mcp stop --index '{both}'" in info["message"]  # quoted: the URL has a ?
         folder = index_path.parent
         names = sorted(p.name for p in folder.iterdir() if p.name.startswith("mcp-"))
         assert names and all(name.startswith("mcp-pg-") for name in names), names

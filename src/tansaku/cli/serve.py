@@ -117,15 +117,17 @@ def _require_server_stack() -> None:
 
 def _shown(index: str | None) -> str | None:
     """``--index`` as a command shown to people may repeat it: a database URL without its
-    password (libpq reads it from PGPASSWORD or ~/.pgpass)."""
+    password (libpq reads it from PGPASSWORD or ~/.pgpass), quoted for the shell (``?``, ``&``)."""
     from ..store.backend import is_database_url
 
     if not is_database_url(index):
         return index
+    import shlex
+
     from ..store.postgres.backend import password_apart
 
     assert index is not None
-    return password_apart(index)[0]
+    return shlex.quote(password_apart(index)[0])
 
 
 def _mcp(args: argparse.Namespace, out: Output) -> int:
