@@ -25,7 +25,13 @@ into evals/cache/), with bench_foundation.py's queries.
 order, scores within 1e-4), and p50 / p95 in-process as a one-shot command runs it (vectors not
 kept in memory: sqlite-vec's scan on SQLite, the server's scan or HNSW index on PostgreSQL).
 
-Not measured yet (docs/backends.md, the plan): 8 concurrent clients.
+``--serve`` also starts the HTTP server (`tansaku mcp --http`) on each index and sends every
+query to POST /search (limit 10, with snippets, as the CLI's --json) from one client, then from
+``--clients`` clients at once (each its own keep-alive connection): both servers must give the
+same results, and p50 / p95 per backend are reported with the errors.
+A server keeps its read connections (SQLite's files, PostgreSQL's pool) between requests.
+
+Not measured yet (docs/backends.md, the plan): vsearch and query with concurrent clients.
 """
 
 from __future__ import annotations
@@ -197,6 +203,103 @@ def measure_vectors(report: dict[str, Any], url: str, queries: list[str]) -> Non
     report["vsearch_ms"]["load"] = load()
 
 
+def measure_serve(report: dict[str, Any], url: str, work: Path, queries: list[str], clients: int) -> None:
+    """Both servers, one client then ``clients`` at once (module docstring)."""
+    import http.client
+    import socket
+    import threading
+
+    def free_port() -> int:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+
+    def start(*index: str) -> tuple[subprocess.Popen[bytes], int]:
+        port = free_port()
+        log = open(work / f"serve-{port}.log", "wb")  # noqa: SIM115 (closed with the process)
+        command = [sys.executable, "-m", "tansaku", *index, "mcp", "--http", "--port", str(port)]
+        env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}  # this checkout's tansaku
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/health")
+                if conn.getresponse().status == 200:
+                    return process, port
+            time.sleep(0.1)
+        process.terminate()
+        raise SystemExit(f"the server {index or 'sqlite'} did not start: {work}")
+
+    def run(port: int, batch: list[str], seen: dict[str, Any], times: list[float], errors: list[str]) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        for query in batch:
+            body = json.dumps({"query": query, "n": 10})
+            started = time.perf_counter()
+            try:
+                conn.request("POST", "/search", body, {"Content-Type": "application/json"})
+                reply = conn.getresponse()
+                data = json.loads(reply.read())
+            except (OSError, ValueError) as exc:
+                errors.append(f"{query!r}: {exc}")
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                continue
+            times.append((time.perf_counter() - started) * 1000)
+            if reply.status != 200:
+                errors.append(f"{query!r}: {reply.status}")
+                continue
+            seen[query] = [(h["path"], h["score"], h.get("snippet")) for h in data["results"]]
+
+    servers = {"sqlite": start(), "postgresql": start("--index", url)}
+    answers: dict[str, dict[str, Any]] = {}
+    report["serve"] = {"clients": clients}
+    try:
+        for name, (_, port) in servers.items():
+            seen: dict[str, Any] = {}
+            one: list[float] = []
+            errors: list[str] = []
+            run(port, queries, seen, one, errors)
+            many: list[float] = []
+            started = time.perf_counter()
+            threads = [
+                threading.Thread(target=run, args=(port, queries[i::clients], {}, many, errors))
+                for i in range(clients)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            wall = time.perf_counter() - started
+            answers[name] = seen
+            report["serve"][name] = {
+                "one_client_ms": {"p50": percentile(one, 0.5), "p95": percentile(one, 0.95)},
+                "clients_ms": {"p50": percentile(many, 0.5), "p95": percentile(many, 0.95)},
+                "requests_per_s": len(many) / wall if wall else 0.0,
+                "errors": errors,
+                "load": load(),
+            }
+    finally:
+        for process, _ in servers.values():
+            process.terminate()
+            process.wait(timeout=15)
+    same = [q for q in queries if answers["sqlite"].get(q) == answers["postgresql"].get(q)]
+    report["serve"]["identical"] = len(same)
+
+
+def serve_summary(report: dict[str, Any]) -> str:
+    serve = report["serve"]
+    parts = [
+        f"{name} one client p50/p95 {s['one_client_ms']['p50']:.1f}/{s['one_client_ms']['p95']:.1f} ms,"
+        f" {serve['clients']} clients {s['clients_ms']['p50']:.1f}/{s['clients_ms']['p95']:.1f} ms"
+        f" ({s['requests_per_s']:.1f} req/s, {len(s['errors'])} errors, load {s['load']})"
+        for name, s in serve.items()
+        if isinstance(s, dict)
+    ]
+    return f"  serve: {serve['identical']}/{report['queries']} identical answers; " + "; ".join(parts)
+
+
 def vector_summary(report: dict[str, Any]) -> str:
     took, embed = report["vsearch_ms"], report["embed_s"]
     return (
@@ -227,6 +330,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the report here as well")
     parser.add_argument("--files", type=int, help="evals/corpus_gen.py's synthetic corpus of this many files")
     parser.add_argument("--vectors", action="store_true", help="also embed and compare vsearch")
+    parser.add_argument("--serve", action="store_true", help="also compare the HTTP servers (keyword)")
+    parser.add_argument("--clients", type=int, default=8, help="--serve: concurrent clients")
     args = parser.parse_args()
     if args.files:
         corpora = [f"synthetic-{args.files}"]
@@ -254,6 +359,9 @@ def main() -> None:
             print(summary(report), flush=True)
             for item in report["differ"]:
                 print(f"  differs: {item['query']!r}", flush=True)
+            if args.serve:
+                measure_serve(report, url, work / corpus, queries, args.clients)
+                print(serve_summary(report), flush=True)
             if args.vectors:
                 measure_vectors(report, url, queries)
                 print(vector_summary(report), flush=True)

@@ -11,6 +11,8 @@ from tansaku.serve import advice
 
 from .models_fixture import requires_llama, requires_minilm
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def any_length(monkeypatch: pytest.MonkeyPatch) -> None:

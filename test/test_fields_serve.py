@@ -15,7 +15,7 @@ import pytest
 from .models_fixture import requires_llama, requires_minilm
 from .serve_support import Server, http_server
 
-pytestmark = pytest.mark.subprocess
+pytestmark = [pytest.mark.subprocess, pytest.mark.both_backends]
 
 from mcp import Client, StdioServerParameters  # noqa: E402  (after the importorskip in serve_support)
 

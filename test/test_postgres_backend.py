@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import REPO, SAMPLE, CliResult
+from .models_fixture import requires_llama, requires_minilm
 from .postgres_fixture import requires_postgres
 from .test_keyword_ranking import CASED_DOCS, CODE_DOCS, DOCS, SHARED_DOCS
 
@@ -179,14 +180,6 @@ def test_the_config_can_name_the_database(cli, postgres_url: str, config_path: P
     assert not Path(os.environ["TANSAKU_INDEX_PATH"]).exists()  # no SQLite file was made
 
 
-def test_a_command_not_ported_yet_says_so(cli, postgres_url: str, sample: Path) -> None:
-    assert cli("--index", postgres_url, "collection", "add", sample, "--name", "sample").exit_code == 0
-    for command in (("mcp",), ("mcp", "status"), ("ui",)):
-        result = cli("--index", postgres_url, *command, "--json")
-        assert result.exit_code == 3, (command, result.stdout, result.stderr)
-        assert result.error()["code"] == "BACKEND_UNSUPPORTED", command
-
-
 def test_a_server_that_does_not_answer_is_unreachable_not_empty(cli, tmp_path: Path) -> None:
     url = f"postgresql://postgres@/nothing?host={tmp_path}"  # no server listens on this socket folder
     result = cli("--index", url, "search", "backup", "--json")
@@ -314,6 +307,30 @@ def test_doctor_checks_the_server_and_the_statistics_ranking_rests_on(cli, postg
     assert checks["index.term_stats"][0] == "fail" and "(backup)" in checks["index.term_stats"][1]
     assert checks["index.keyword_totals"][0] == "fail"
     assert "index.term_stats" not in _doctor(cli, postgres_url)[1]  # a full pass only with --deep
+
+
+@requires_llama
+@requires_minilm
+def test_doctor_checks_the_models_and_the_machine_as_on_sqlite(
+    cli, postgres_url: str, sample: Path, model: Path
+) -> None:
+    """The model and device checks run on PostgreSQL too; the vector dimensions are the
+    database's, and there is no disk check (the database's disk is the server's)."""
+    import psycopg
+
+    assert cli("--index", postgres_url, "collection", "add", sample, "--name", "sample").exit_code == 0
+    assert cli("--index", postgres_url, "embed").exit_code == 0
+    code, checks = _doctor(cli, postgres_url)
+    assert code == 0, checks
+    assert checks["model.embed"][0] == "ok" and str(model) in checks["model.embed"][1]
+    assert checks["vectors.dims"] == ("ok", "13 vectors of 384 dims")
+    assert {"device.cpu", "device.cores", "device.memory", "models.llama_cpp"} <= set(checks)
+    assert "device.disk" not in checks and "vectors.extension" not in checks
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE embed_models SET dims = 768")
+    code, checks = _doctor(cli, postgres_url)
+    assert code == 4
+    assert checks["vectors.dims"][0] == "fail" and "768-dim vectors" in checks["vectors.dims"][1]
 
 
 WHERE = [

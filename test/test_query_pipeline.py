@@ -271,6 +271,7 @@ def models(model: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @requires_minilm
 @requires_gemma
+@pytest.mark.both_backends  # the cache of model results is kept in either index
 @pytest.mark.usefixtures("indexed")
 def test_full_query_runs_every_stage_and_caches_expansion_and_rerank_scores(cli, models: Path) -> None:
     assert cli("embed").exit_code == 0
@@ -400,6 +401,7 @@ def test_chunks_are_ranked_by_a_cheap_presence_count_that_bounds_the_exact_one()
 
 @requires_minilm
 @requires_gemma
+@pytest.mark.both_backends  # the cache of model results is kept in either index
 @pytest.mark.usefixtures("indexed")
 def test_a_query_answered_from_the_cache_loads_no_model(cli, models: Path, monkeypatch) -> None:
     from tansaku.models import roles

@@ -15,7 +15,7 @@ import pytest
 
 from .serve_support import free_port, request, tansaku
 
-pytestmark = pytest.mark.subprocess
+pytestmark = [pytest.mark.subprocess, pytest.mark.both_backends]
 
 
 def _files(index_path: Path) -> tuple[Path, Path]:

@@ -16,7 +16,7 @@ from .serve_support import Server, free_port, http_server, request, tansaku
 
 LONG_TOKEN = "t" * 40  # --allow-remote needs 32 characters or more
 
-pytestmark = pytest.mark.subprocess
+pytestmark = [pytest.mark.subprocess, pytest.mark.both_backends]
 
 
 @pytest.fixture
@@ -25,10 +25,11 @@ def server(indexed: Path, tmp_path: Path) -> Iterator[Server]:
         yield running
 
 
-def test_start_banner_names_endpoint_config_index_and_stop(server: Server):
+def test_start_banner_names_endpoint_config_index_and_stop(server: Server, index_backend: str):
     text = server.output()
     assert f"serving on {server.url}" in text and f"{server.url}/mcp" in text
-    assert os.environ["TANSAKU_CONFIG_DIR"] in text and os.environ["TANSAKU_INDEX_PATH"] in text
+    index = os.environ["TANSAKU_INDEX_PATH"] if index_backend == "sqlite" else "index:  postgresql://"
+    assert os.environ["TANSAKU_CONFIG_DIR"] in text and index in text
     assert "foreground" in text and "Ctrl-C" in text
 
 

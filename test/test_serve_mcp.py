@@ -14,7 +14,7 @@ import pytest
 
 from .serve_support import http_server
 
-pytestmark = pytest.mark.subprocess
+pytestmark = [pytest.mark.subprocess, pytest.mark.both_backends]
 
 from mcp import Client, StdioServerParameters  # noqa: E402  (after the importorskip in serve_support)
 

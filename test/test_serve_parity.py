@@ -16,7 +16,7 @@ import pytest
 from .models_fixture import requires_llama, requires_minilm
 from .serve_support import Server, http_server, tansaku, without_timings
 
-pytestmark = [pytest.mark.subprocess, requires_llama, requires_minilm]
+pytestmark = [pytest.mark.subprocess, pytest.mark.both_backends, requires_llama, requires_minilm]
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 

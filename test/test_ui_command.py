@@ -16,7 +16,7 @@ import pytest
 
 from .serve_support import free_port, http_server, request, tansaku
 
-pytestmark = pytest.mark.subprocess
+pytestmark = [pytest.mark.subprocess, pytest.mark.both_backends]
 
 
 @pytest.fixture
@@ -97,8 +97,11 @@ def test_ui_without_a_browser_still_prints_the_address(port: int, tmp_path: Path
 
 
 def test_ui_uses_a_foreground_server_of_this_index_and_refuses_another_index_s(
-    indexed: Path, tmp_path: Path, index_path: Path
+    indexed: Path, tmp_path: Path, index_path: Path, index_backend: str
 ):
+    # Another index: another SQLite file; beside a database, the SQLite index of `--index other`.
+    other_index: tuple[str, ...] = ("--index", "other") if index_backend == "postgresql" else ()
+    served = str(index_path) if index_backend == "sqlite" else "postgresql://"
     with http_server(tmp_path) as server:
         port = server.url.rsplit(":", 1)[1]
         used = tansaku("ui", "--port", port, "--no-open", "--json")
@@ -107,6 +110,7 @@ def test_ui_uses_a_foreground_server_of_this_index_and_refuses_another_index_s(
         assert info["pid"] == server.process.pid and info["started"] is False
         assert "already serving this index there" in info["message"] and "foreground" in info["message"]
         other = tansaku(
+            *other_index,
             "ui",
             "--port",
             port,
@@ -116,7 +120,7 @@ def test_ui_uses_a_foreground_server_of_this_index_and_refuses_another_index_s(
         )
         assert other.returncode == 4
         error = json.loads(other.stderr)["error"]
-        assert error["code"] == "PORT_IN_USE" and str(index_path) in error["message"]
+        assert error["code"] == "PORT_IN_USE" and served in error["message"]
     assert not (index_path.parent / "mcp-index.pid").exists()  # no daemon was started
 
 

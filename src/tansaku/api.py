@@ -24,7 +24,6 @@ from .errors import (
     UsageError,
 )
 from .paths import Locations, locations, virtual_path
-from .store import db
 from .store.backend import Backend, SqliteBackend, open_backend, writing
 from .store.backend import documents as store
 
@@ -66,14 +65,15 @@ class Tansaku(ContextMethods, TranscriptMethods):
         process that lives on, like a server). A one-shot command passes False: it searches them
         on disk with sqlite-vec rather than read them all for a single query.
         ``keep_connections``: read connections stay open between calls, one per thread
-        (db.ReaderPool), for the same kind of process."""
+        (``Backend.reader_pool``: SQLite's kept files, PostgreSQL's connection pool), for the
+        same kind of process."""
         self.locations: Locations = locations(index_name)
         self.cwd = cwd
         self.keep_vectors = keep_vectors
         self.disk_paths = disk_paths
         self._vectors: VectorCache | None = None
         self.keep_connections = keep_connections
-        self._readers: db.ReaderPool | None = None
+        self._readers: tuple[Backend, Any] | None = None  # (the backend, its kept read connections)
         self._backend: tuple[str | None, Backend] | None = None
         self._creating = threading.Lock()
 
@@ -143,12 +143,24 @@ class Tansaku(ContextMethods, TranscriptMethods):
 
     def _reader(self) -> contextlib.AbstractContextManager[Any]:
         backend = self.backend
-        if self.keep_connections and isinstance(backend, SqliteBackend):
-            with self._creating:
-                if self._readers is None or self._readers.path != backend.path:
-                    self._readers = db.ReaderPool(backend.path)
-            return self._readers.reading()
-        return backend.reading()
+        if not self.keep_connections:
+            return backend.reading()
+        with self._creating:
+            if self._readers is None or self._readers[0] is not backend:
+                if self._readers is not None and hasattr(self._readers[1], "close"):
+                    self._readers[1].close()  # the config now names another index
+                self._readers = (backend, backend.reader_pool())
+            readers = self._readers[1]
+        return readers.reading()  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Close the read connections kept for a long-lived process (``keep_connections``); the
+        next read opens them again. A PostgreSQL pool's threads must be stopped, not left to
+        the garbage collector."""
+        with self._creating:
+            readers, self._readers = self._readers, None
+        if readers is not None and hasattr(readers[1], "close"):
+            readers[1].close()
 
     def _writer(self, command: str) -> contextlib.AbstractContextManager[Any]:
         return writing(self.backend, command)

@@ -115,25 +115,25 @@ def _require_server_stack() -> None:
         )
 
 
-def _no_server_index(index: str | None) -> None:
-    """Serving keeps files named after the index (its daemon's pid, its claim): a database URL is
-    not served yet (docs/backends.md)."""
+def _shown(index: str | None) -> str | None:
+    """``--index`` as a command shown to people may repeat it: a database URL without its
+    password (libpq reads it from PGPASSWORD or ~/.pgpass), quoted for the shell (``?``, ``&``)."""
     from ..store.backend import is_database_url
 
-    if is_database_url(index):
-        from ..errors import BackendUnsupported
+    if not is_database_url(index):
+        return index
+    import shlex
 
-        raise BackendUnsupported(
-            "serving (mcp, ui) does not work on a PostgreSQL index yet",
-            hint="docs/backends.md lists the commands that do",
-        )
+    from ..store.postgres.backend import password_apart
+
+    assert index is not None
+    return shlex.quote(password_apart(index)[0])
 
 
 def _mcp(args: argparse.Namespace, out: Output) -> int:
     from ..errors import UsageError
 
     index = getattr(args, "index", None)
-    _no_server_index(index)
     if args.action:
         from ..serve import daemon
 
@@ -171,7 +171,7 @@ def _mcp(args: argparse.Namespace, out: Output) -> int:
             f"  log:    {info.log_file}",
             f"  config: {info.config}",
             f"  index:  {info.index}",
-            "  stop:   tansaku mcp stop" + (f" --index {index}" if index else ""),
+            "  stop:   tansaku mcp stop" + (f" --index {_shown(index)}" if index else ""),
         ]
         opened = _open(f"{info.url}/", args.open)
         if opened is not None:
@@ -223,8 +223,7 @@ def _ui(args: argparse.Namespace, out: Output) -> int:
     from ..serve.http import Settings, check_settings
 
     index = getattr(args, "index", None)
-    _no_server_index(index)
-    stop = "tansaku mcp stop" + (f" --index {index}" if index else "")
+    stop = "tansaku mcp stop" + (f" --index {_shown(index)}" if index else "")
     running, found = daemon.running(index), None
     if running is not None:
         pid, base = running["pid"], str(running.get("url"))
@@ -252,14 +251,14 @@ def _ui(args: argparse.Namespace, out: Output) -> int:
 def _server_on_port(settings: Any, index: str | None) -> Any:
     """A tansaku server (say one in the foreground) already on the port: used when it serves this
     index; one serving another index is a clear error, not a daemon that fails to bind."""
-    from ..paths import locations
+    from ..serve.daemon import served_index
     from ..serve.http import PortInUse
     from ..serve.locate import tansaku_at
 
     found = tansaku_at(settings.url, settings.token)
     if found is None:
         return None
-    if found.index == str(locations(index).index_file):
+    if found.index == served_index(index):
         return found
     raise PortInUse(
         f"port {settings.port} is taken by the tansaku server of another index"

@@ -95,10 +95,7 @@ def query_steps(
     expansion_choice = choose_expansion(expand, index.config_path, index.config().other.get("query"))
     expand = expansion_choice.expand
 
-    # The cache of model results lives in a SQLite index only (docs/backends.md): elsewhere each
-    # query generates and reranks afresh.
-    sqlite_file = getattr(index.backend, "path", None) if index.backend.kind == "sqlite" else None
-    cache = open_cache(sqlite_file) if (expand or rerank) and sqlite_file is not None else None
+    cache = open_cache(index.backend) if expand or rerank else None
 
     def keyword(text: str) -> SearchResult:
         if levels:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..store.llm_cache import LlmCache, cache_key
+from ..store.llm_cache import cache_for, cache_key
 from ..types import EmbedSpeed
 
 KIND = "embed-speed"
@@ -33,7 +33,7 @@ def measured(chunks: int, vectors: int, seconds: float) -> EmbedSpeed | None:
 def remember(conn: Any, model_sha256: str, speed: EmbedSpeed) -> None:
     """Keep ``speed`` for the model file; a write the index refuses is skipped (an estimate is
     never worth failing an embed run for)."""
-    LlmCache(conn).put(
+    cache_for(conn).put(
         KIND,
         cache_key(model_sha256),
         {
@@ -48,7 +48,7 @@ def remember(conn: Any, model_sha256: str, speed: EmbedSpeed) -> None:
 
 def known(conn: Any, model_sha256: str) -> EmbedSpeed | None:
     """The kept speed of the model file, None when it was never measured in this index."""
-    value = LlmCache(conn).get(KIND, cache_key(model_sha256))
+    value = cache_for(conn).get(KIND, cache_key(model_sha256))
     if not isinstance(value, dict):
         return None
     try:

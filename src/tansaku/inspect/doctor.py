@@ -37,13 +37,14 @@ WAL_WARN_BYTES = 64 * 1024 * 1024  # a WAL this big means checkpoints keep faili
 
 
 def run_doctor(config_path: Path, index_path: Path, *, deep: bool = False) -> list[DoctorCheck]:
+    from ..store.backend import SqliteBackend
     from . import doctor_machine
 
     checks: list[DoctorCheck] = []
     config = config_checks(config_path, checks)
     index_checks(config, config_path, index_path, checks)
-    doctor_machine.model_checks(config_path, index_path, checks, deep=deep)
-    doctor_machine.device_checks(config_path, index_path, checks)
+    doctor_machine.model_checks(config_path, SqliteBackend(index_path), checks, deep=deep)
+    doctor_machine.device_checks(config_path, SqliteBackend(index_path), checks)
     return checks
 
 

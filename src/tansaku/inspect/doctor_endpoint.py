@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TansakuError
-from ..store import db
+from ..store.backend import db
 from .checks import FAIL, OK, WARN, check
 
 if TYPE_CHECKING:
@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 DOCTOR_TIMEOUT_S = 5.0
 
 
-def endpoint_check(ref: Any, config_path: Path, index_path: Path) -> DoctorCheck:
+def endpoint_check(ref: Any, config_path: Path, index: Any) -> DoctorCheck:
+    """``index``: the store.backend Backend whose vectors of the endpoint's model are compared."""
     from ..errors import EndpointModelMissing
     from ..models.remote.open import client_for, consented
     from ..models.remote.served import check_served
@@ -42,7 +43,7 @@ def endpoint_check(ref: Any, config_path: Path, index_path: Path) -> DoctorCheck
     detail = f"{ref.role}: {where} answers, {dims} dims"
     if not consented(endpoint, config_path):
         detail += "; the first `embed` asks before sending chunk text to this other machine (--yes)"
-    held = _held_dims(endpoint, index_path)
+    held = _held_dims(endpoint, index)
     if held and dims not in held:
         shown = " or ".join(str(d) for d in held)
         return check(
@@ -59,17 +60,17 @@ def _endpoint_dims(client: Any) -> int:
     return RemoteEmbedder(client, concurrency=1).dims
 
 
-def _held_dims(endpoint: Any, index_path: Path) -> list[int]:
+def _held_dims(endpoint: Any, index: Any) -> list[int]:
     """The dimensions at which the index holds vectors of the endpoint's model (none: not embedded)."""
-    if not index_path.exists():
-        return []
     try:
-        with db.reading(index_path) as conn:
+        if not index.exists():
+            return []
+        with index.reading() as conn:
             if not db.has_table(conn, "embed_models"):
                 return []
             from ..index.embed import remote_records
-            from ..store.vectors import models
+            from ..store.backend import vectors
 
-            return sorted({record.dims for record in remote_records(models(conn), endpoint)})
+            return sorted({record.dims for record in remote_records(vectors.models(conn), endpoint)})
     except TansakuError:
         return []

@@ -14,15 +14,17 @@ from .checks import FAIL, OK, WARN, check
 from .checks import shell_quote as _q
 
 if TYPE_CHECKING:
+    from ..store.backend import Backend
     from ..types import DoctorCheck
 
 MIN_FREE_DISK = 256 * 1024 * 1024  # an update rewrites pages and the WAL grows meanwhile
 
 
-def model_checks(config_path: Path, index_path: Path, checks: list[DoctorCheck], *, deep: bool) -> None:
+def model_checks(config_path: Path, index: Backend, checks: list[DoctorCheck], *, deep: bool) -> None:
     from ..models import registry
 
-    checks.append(_vec_check())
+    if index.kind == "sqlite":  # a database's vector extension is pgvector, checked with the server
+        checks.append(_vec_check())
     try:
         refs = registry.resolve_all(config_path)
     except TansakuError as exc:
@@ -32,12 +34,12 @@ def model_checks(config_path: Path, index_path: Path, checks: list[DoctorCheck],
         if ref.endpoint is not None:
             from .doctor_endpoint import endpoint_check
 
-            checks.append(endpoint_check(ref, config_path, index_path))
+            checks.append(endpoint_check(ref, config_path, index))
         else:
             checks.append(_model_file_check(ref))
     embed = next(r for r in refs if r.role == "embed")
     if embed.endpoint is None:  # an endpoint's dimensions are part of its check
-        checks.extend(_dimension_checks(embed, index_path))
+        checks.extend(_dimension_checks(embed, index))
     checks.append(_llama_import_check())
     if deep:
         for ref in refs:
@@ -91,14 +93,14 @@ def _model_file_check(ref: Any) -> DoctorCheck:
     return check(label, OK, f"{ref.role}: {path} ({ref.size} bytes{shown}) from {where}")
 
 
-def _dimension_checks(embed: Any, index_path: Path) -> list[DoctorCheck]:
+def _dimension_checks(embed: Any, index: Backend) -> list[DoctorCheck]:
     from ..models import registry
-    from ..store import health
+    from ..store.backend import health
 
-    if not index_path.exists():
-        return []
     try:
-        with db.reading(index_path) as conn:
+        if not index.exists():
+            return []
+        with index.reading() as conn:
             stored = [s for s in health.stored_vectors(conn) if s.vectors]
     except TansakuError:
         return []  # the index check reported it
@@ -169,7 +171,9 @@ def _deep_check(ref: Any) -> DoctorCheck:
 # --- device ---------------------------------------------------------------------------------
 
 
-def device_checks(config_path: Path, index_path: Path, checks: list[DoctorCheck]) -> None:
+def device_checks(config_path: Path, index: Backend, checks: list[DoctorCheck]) -> None:
+    """The CPU, threads, memory and, for a SQLite file, the disk it is on (a database's disk is
+    the server's, beyond this machine's reach)."""
     from ..models.threads import usable_cpus
     from .settings import thread_setting
 
@@ -187,7 +191,9 @@ def device_checks(config_path: Path, index_path: Path, checks: list[DoctorCheck]
     else:
         checks.append(check("device.cores", OK, detail))
     checks.append(_memory_check(config_path))
-    checks.append(_disk_check(index_path))
+    path = getattr(index, "path", None)
+    if index.kind == "sqlite" and path is not None:
+        checks.append(_disk_check(path))
 
 
 def _cpu_check() -> DoctorCheck:

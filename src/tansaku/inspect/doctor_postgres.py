@@ -1,7 +1,8 @@
 """`tansaku doctor` for an index in PostgreSQL: the config (as for SQLite), the server, its
 pgvector, the schema, and the keyword statistics update keeps (BM25 ranks by them, so a drift
-would change rankings silently). Read-only. The model and device checks are SQLite's for now
-(docs/backends.md).
+would change rankings silently), then the model and device checks SQLite's index has (the
+vector dimensions read from the database; no disk check: the database's disk is the server's).
+Read-only.
 """
 
 from __future__ import annotations
@@ -21,15 +22,23 @@ _REBUILD = "tansaku collection remove NAME && tansaku collection add PATH --name
 
 
 def run_doctor(config_path: Path, index: Any, *, deep: bool = False) -> list[DoctorCheck]:
+    from . import doctor_machine
     from .doctor import config_checks
 
     checks: list[DoctorCheck] = []
     config = config_checks(config_path, checks)
+    _index_checks(config, index, checks, deep=deep)
+    doctor_machine.model_checks(config_path, index, checks, deep=deep)
+    doctor_machine.device_checks(config_path, index, checks)
+    return checks
+
+
+def _index_checks(config: Any, index: Any, checks: list[DoctorCheck], *, deep: bool) -> None:
     try:
         server = index.describe()
     except TansakuError as exc:
         checks.append(check("index.server", FAIL, exc.message, exc.hint))
-        return checks
+        return
     trip = f"round trip {server.round_trip_ms:.1f} ms"
     slow = server.round_trip_ms > SLOW_ROUND_TRIP_MS
     checks.append(
@@ -45,7 +54,7 @@ def run_doctor(config_path: Path, index: Any, *, deep: bool = False) -> list[Doc
         has_collections = bool(config and config.collections)
         fix = "tansaku update" if has_collections else "tansaku collection add PATH"
         checks.append(check("index", FAIL if has_collections else WARN, f"no index in {index.location}", fix))
-        return checks
+        return
     try:
         with index.reading() as conn:
             checks.append(check("index", OK, f"{index.location} (schema {index.schema_version})"))
@@ -54,7 +63,6 @@ def run_doctor(config_path: Path, index: Any, *, deep: bool = False) -> list[Doc
                 checks.append(_terms_check(conn))
     except TansakuError as exc:
         checks.append(check("index", FAIL, exc.message, exc.hint))
-    return checks
 
 
 def _pgvector_check(server: Any) -> DoctorCheck:

@@ -14,6 +14,7 @@ Nothing starts a server implicitly; only ``tansaku mcp --http --daemon`` and ``t
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -83,9 +84,49 @@ class PidFile:
 
 
 def files(index_name: str | None) -> DaemonFiles:
-    name = index_name or DEFAULT_INDEX
+    name = _files_name(index_name)
     folder = locations(index_name).index_file.parent
     return DaemonFiles(folder / f"mcp-{name}.pid", folder / f"mcp-{name}.log", folder / f"mcp-{name}.lock")
+
+
+def _files_name(index_name: str | None) -> str:
+    """The index's part of the daemon's file names: its name, or for ``--index postgresql://...``
+    a digest of the URL without its password (one daemon per database, whatever password
+    reached it; no URL, and so no password, in a file name)."""
+    from ..store.backend import is_database_url
+
+    if not is_database_url(index_name):
+        return index_name or DEFAULT_INDEX
+    from ..store.postgres.backend import password_apart
+
+    assert index_name is not None
+    return "pg-" + hashlib.sha256(password_apart(index_name)[0].encode("utf-8")).hexdigest()[:16]
+
+
+def served_index(index_name: str | None) -> str:
+    """The index a server of ``index_name`` serves, as `status` shows it: the SQLite file, or the
+    database's URL with its password replaced by ***. It connects to nothing."""
+    from ..api import Tansaku
+
+    return Tansaku(index_name).backend.location
+
+
+def _secrets_apart(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The daemon's command line without a database password (anyone on the machine may read a
+    command line, and the log records it), and the environment that gives it the password."""
+    from ..store.backend import is_database_url
+
+    env: dict[str, str] = {}
+    shown = []
+    for word in argv:
+        if is_database_url(word):
+            from ..store.postgres.backend import password_apart
+
+            word, password = password_apart(word)
+            if password is not None:
+                env["PGPASSWORD"] = password
+        shown.append(word)
+    return shown, env
 
 
 def _start_ticks(pid: int) -> str | None:
@@ -281,6 +322,7 @@ def start(index_name: str | None, argv: list[str], url: str, token: str | None) 
 def _spawn(
     index_name: str | None, paths: DaemonFiles, fd: int, argv: list[str], url: str, token: str | None
 ) -> DaemonInfo:
+    argv, secrets = _secrets_apart(argv)
     command = [sys.executable, "-m", "tansaku", *argv]
     with open(paths.log, "ab") as log:
         log.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(command)}\n".encode())
@@ -293,6 +335,7 @@ def _spawn(
             start_new_session=True,  # a Ctrl-C in the starting shell must not reach it
             close_fds=True,
             pass_fds=(fd,),  # the claim, held for the daemon's life
+            env={**os.environ, **secrets} if secrets else None,
         )
     loc = locations(index_name)
     record = {
@@ -301,7 +344,7 @@ def _spawn(
         "url": url,
         "port": int(url.rsplit(":", 1)[1]),
         "config": str(loc.config_file),
-        "index": str(loc.index_file),
+        "index": served_index(index_name),
         "log": str(paths.log),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

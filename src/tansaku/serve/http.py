@@ -218,7 +218,7 @@ def banner(service: Service, settings: Settings) -> str:
         f"  MCP (Streamable HTTP): {settings.url}/mcp",
         "  JSON: POST /search /vsearch /query /multi-get, GET /get /session /status /models /health",
         f"  config: {api.config_path}",
-        f"  index:  {api.index_path}",
+        f"  index:  {api.backend.location}",
         f"  stop:   {stop}",
     ]
     if settings.token:
@@ -278,4 +278,7 @@ def serve(
         timeout_keep_alive=int(connections.KEEP_ALIVE_S),
         limit_concurrency=connections.MAX_CONNECTIONS,
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        service.api.close()

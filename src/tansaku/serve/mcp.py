@@ -375,4 +375,7 @@ def run_stdio(index_name: str | None) -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    finally:
+        service.api.close()

@@ -74,6 +74,11 @@ class Backend(Protocol):
         """What a long-lived reader asks (``token()``) whether the index changed since."""
         ...
 
+    def reader_pool(self) -> Any:
+        """Read connections kept for a long-lived process (a server): ``reading()`` as above,
+        without opening a connection per block; each thread gets its own."""
+        ...
+
     @property
     def database_error(self) -> type[BaseException]:
         """The driver's base exception class (what ``translate`` understands)."""
@@ -134,6 +139,11 @@ class SqliteBackend:
         from . import db
 
         return db.ChangeWatch(self.path)
+
+    def reader_pool(self) -> Any:
+        from . import db
+
+        return db.ReaderPool(self.path)
 
 
 def open_backend(ref: Path | str) -> Backend:
@@ -222,3 +232,4 @@ db: Any = _Routed("db")
 fields: Any = _Routed("fields")
 extractions: Any = _Routed("extractions")
 removal: Any = _Routed("removal")
+health: Any = _Routed("health")

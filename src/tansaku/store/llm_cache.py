@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlean as sqlite3
 
-__all__ = ["LlmCache", "cache_key", "open_cache"]
+__all__ = ["LlmCache", "cache_for", "cache_key", "open_cache"]
 
 # SQLite's default limit on bound parameters is far above this; batches keep statements short.
 _BATCH = 500
@@ -39,9 +39,6 @@ class LlmCache:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
         self.write_failures = 0  # puts that were skipped because the index refused them
-        # A PostgreSQL index has no llm_cache table yet (docs/backends.md): every get misses
-        # and every put is skipped, which the cache's contract allows.
-        self._off = getattr(conn, "tansaku_backend", "sqlite") != "sqlite"
 
     def close(self) -> None:
         self._conn.close()
@@ -51,8 +48,6 @@ class LlmCache:
 
     def get_many(self, kind: str, keys: Sequence[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
-        if self._off:
-            return found
         unique = list(dict.fromkeys(keys))
         try:
             for start in range(0, len(unique), _BATCH):
@@ -70,8 +65,6 @@ class LlmCache:
 
     def get_recent(self, kind: str, key: str, max_age_s: float) -> Any | None:
         """The value if it was written less than ``max_age_s`` seconds ago (to the second), else None."""
-        if self._off:
-            return None
         since = (datetime.now(UTC) - timedelta(seconds=max_age_s)).isoformat(timespec="seconds")
         try:
             row = self._conn.execute(
@@ -84,8 +77,6 @@ class LlmCache:
 
     def forget_older(self, kind: str, max_age_s: float) -> None:
         """Delete the values of ``kind`` written ``max_age_s`` seconds ago or more."""
-        if self._off:
-            return
         since = (datetime.now(UTC) - timedelta(seconds=max_age_s)).isoformat(timespec="seconds")
         try:
             with _transaction(self._conn):
@@ -99,7 +90,7 @@ class LlmCache:
     def put_many(self, kind: str, items: Iterable[tuple[str, Any]]) -> None:
         now = datetime.now(UTC).isoformat(timespec="seconds")
         rows = [(kind, key, json.dumps(value, ensure_ascii=False), now) for key, value in items]
-        if not rows or self._off:
+        if not rows:
             return
         try:
             # One statement per row inside one transaction: a single fsync, and no partial batch.
@@ -145,12 +136,29 @@ class _transaction:
             self._conn.execute("ROLLBACK")
 
 
-def open_cache(path: Path) -> LlmCache | None:
-    """A cache on its own connection to the index at ``path``, None when there is no index.
+def cache_for(conn: Any) -> LlmCache:
+    """The cache on an open index connection, SQLite's or PostgreSQL's (store/postgres/llm_cache.py)."""
+    if getattr(conn, "tansaku_backend", "sqlite") != "sqlite":
+        from .postgres.llm_cache import PgLlmCache
+
+        return PgLlmCache(conn)
+    return LlmCache(conn)
+
+
+def open_cache(index: Path | Any) -> LlmCache | None:
+    """A cache on its own connection to the index (a SQLite file's path, or a store.backend
+    Backend), None when there is no index.
 
     Its own connection, with a short wait: a query must not stall behind an `update` holding the
     write lock for the sake of a cache write (which is then skipped).
     """
+    if not isinstance(index, Path):
+        if index.kind != "sqlite":
+            from .postgres.llm_cache import open_cache as open_postgres
+
+            return open_postgres(index)
+        index = index.path
+    path = index
     if not path.exists():
         return None
     try:

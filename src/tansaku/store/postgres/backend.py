@@ -10,7 +10,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ...errors import (
     BackendMissing,
@@ -52,6 +52,18 @@ def without_password(url: str) -> str:
     netloc = parts.netloc.rsplit("@", 1)
     user = netloc[0].split(":", 1)[0]
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+def password_apart(url: str) -> tuple[str, str | None]:
+    """The URL without its password (libpq then reads PGPASSWORD or ~/.pgpass), and the password:
+    a daemon gets the one on its command line (which other users can read) and the other in its
+    environment."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url, None
+    user, host = parts.netloc.rsplit("@", 1)
+    bare = urlunsplit(parts._replace(netloc=f"{user.split(':', 1)[0]}@{host}"))
+    return bare, unquote(parts.password)
 
 
 class PgConnection:
@@ -268,6 +280,11 @@ class PostgresBackend:
 
     def change_watch(self) -> ChangeWatch:
         return ChangeWatch(self)
+
+    def reader_pool(self) -> Any:
+        from .pool import ReaderPool
+
+        return ReaderPool(self)
 
     def _locked(self, conn: PgConnection) -> IndexLocked:
         row = conn.execute(

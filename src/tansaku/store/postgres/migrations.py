@@ -185,6 +185,19 @@ CREATE TABLE index_changes (
 INSERT INTO index_changes (one, version) VALUES (true, 0)
 """
 
+# Version 4: the cache of local model results (expansions, rerank scores and speeds, the measured
+# embed speed, prompt states), as SQLite's llm_cache (store/llm_cache.py). Derived data: any row
+# may be deleted at any time. Values are the JSON text SQLite keeps, read back unchanged.
+_V4 = """
+CREATE TABLE llm_cache (
+    kind text COLLATE "C" NOT NULL,
+    key text COLLATE "C" NOT NULL,
+    value text NOT NULL,
+    created_at text COLLATE "C" NOT NULL,
+    PRIMARY KEY (kind, key)
+)
+"""
+
 Migration = Callable[[Any], None]
 
 
@@ -197,7 +210,7 @@ def _script(sql: str) -> Migration:
     return run
 
 
-MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3)]
+MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4)]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
