@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from .conftest import REPO, SAMPLE, CliResult
+from .models_fixture import requires_llama, requires_minilm
 from .postgres_fixture import requires_postgres
 
 pytestmark = requires_postgres
@@ -239,3 +240,58 @@ def test_turn_statistics_and_removal_keep_the_tables_consistent(
         result = cli("--index", postgres_url, "collection", "remove", name, "--json")
         assert result.exit_code == 0, result.stderr
     assert counts() == ((0, 0), (0, 0), 0, (0, 0, 0))
+
+
+EDGE = REPO / "fixtures" / "transcripts"
+VECTOR_QUERIES = [
+    "renaming a directory leaves the index out of date",
+    "a secret printed in the tool output",
+    "apply a patch to the parser",
+    "why is the build slow",
+    "索引",
+]
+
+
+@requires_llama
+@requires_minilm
+def test_transcript_vsearch_and_query_score_as_on_sqlite(
+    cli: Cli, postgres_url: str, tmp_path: Path, model: Path
+) -> None:
+    """The edge-case sessions and a note, embedded on both (the real MiniLM): `vsearch` and
+    `query --no-expand --no-rerank` at each level give the same units, in the same order, with
+    the same scores (to 1e-4: float32 vectors on both sides)."""
+    shutil.copytree(EDGE / "claude", tmp_path / "claude")
+    shutil.copytree(EDGE / "codex", tmp_path / "codex")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "stale.md").write_text(
+        "# Stale index\n\nWhen a renamed folder leaves the index stale, run update.\n"
+    )
+    for add in (
+        ("--type", "claude", tmp_path / "claude"),
+        ("--type", "codex", tmp_path / "codex"),
+        (notes, "--name", "notes"),
+    ):
+        assert cli("collection", "add", *add).exit_code == 0
+    pg = ("--index", postgres_url)
+    assert cli(*pg, "update").exit_code == 0
+    for index in ((), pg):
+        result = cli(*index, "embed", "--json")
+        assert result.exit_code == 0, result.stderr
+    compared = 0
+    for command, extra in (("vsearch", ("--min-score", "0")), ("query", ("--no-expand", "--no-rerank"))):
+        for level in ("turn", "run", "session", "project"):
+            for query in VECTOR_QUERIES:
+                options = ("--level", level, *extra)
+                sqlite = _search(cli, (), command, query, *options)
+                postgres = _search(cli, pg, command, query, *options)
+                assert [h[0] for h in postgres["results"]] == [h[0] for h in sqlite["results"]], (
+                    query,
+                    options,
+                )
+                for ours, theirs in zip(postgres["results"], sqlite["results"], strict=True):
+                    assert ours[1] == pytest.approx(theirs[1], abs=1e-4), (query, options)
+                    assert ours[2] == theirs[2], (query, options)
+                assert postgres["warnings"] == sqlite["warnings"], (query, options)
+                compared += len(sqlite["results"])
+    assert compared > 100
