@@ -295,3 +295,17 @@ def test_transcript_vsearch_and_query_score_as_on_sqlite(
                 assert postgres["warnings"] == sqlite["warnings"], (query, options)
                 compared += len(sqlite["results"])
     assert compared > 100
+
+
+def test_doctor_checks_the_turn_totals(cli: Cli, postgres_url: str, corpus: Path) -> None:
+    import psycopg
+
+    _add_both(cli, postgres_url, corpus)
+    result = cli("--index", postgres_url, "doctor", "--json")
+    checks = {c["check"]: (c["status"], c["detail"]) for c in result.json()}
+    assert result.exit_code == 0 and checks["index.turn_totals"][0] == "ok", checks
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE turn_totals SET turns = turns - 1")
+    result = cli("--index", postgres_url, "doctor", "--json")
+    checks = {c["check"]: (c["status"], c["detail"]) for c in result.json()}
+    assert result.exit_code == 4 and checks["index.turn_totals"][0] == "fail", checks
