@@ -309,3 +309,30 @@ def test_doctor_checks_the_turn_totals(cli: Cli, postgres_url: str, corpus: Path
     result = cli("--index", postgres_url, "doctor", "--json")
     checks = {c["check"]: (c["status"], c["detail"]) for c in result.json()}
     assert result.exit_code == 4 and checks["index.turn_totals"][0] == "fail", checks
+
+
+def test_a_version_3_database_is_upgraded_by_update(cli: Cli, postgres_url: str, corpus: Path) -> None:
+    """A database made before transcripts (schema 3) says so to readers, and the next `update`
+    adds the transcript tables, keeping what it holds."""
+    import psycopg
+
+    pg = ("--index", postgres_url)
+    assert cli(*pg, "collection", "add", corpus / "sample", "--name", "sample").exit_code == 0
+    before = _search(cli, pg, "search", "backup")
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for table in (
+            "transcript_sessions",
+            "transcript_runs",
+            "transcript_turns",
+            "turn_postings",
+            "turn_totals",
+        ):
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute("UPDATE tansaku_schema SET version = 3")
+    stale = cli(*pg, "search", "backup", "--json")
+    assert stale.exit_code == 3 and stale.error()["code"] == "INDEX_SCHEMA_MISMATCH"
+    assert cli(*pg, "update").exit_code == 0
+    assert _search(cli, pg, "search", "backup") == before and before["results"]
+    added = cli(*pg, "collection", "add", "--type", "claude", corpus / "agents" / "claude", "--json")
+    assert added.exit_code == 0, added.stderr
+    assert _search(cli, pg, "search", "freezegun", "-c", "claude")["results"]
