@@ -31,6 +31,13 @@ query to POST /search (limit 10, with snippets, as the CLI's --json) from one cl
 same results, and p50 / p95 per backend are reported with the errors.
 A server keeps its read connections (SQLite's files, PostgreSQL's pool) between requests.
 
+``--transcripts N`` measures a corpus of N agent sessions instead (evals/corpus_transcripts.py,
+``--messages`` records in all, generated in the temporary folder): cold ``update`` of a Claude and
+a Codex collection, ``update`` after 1% more lines were appended to the latest sessions, then 20
+two-word queries (as bench_transcripts.py's) at the turn and session levels through
+``Tansaku.search_levels``: the same top 10 (virtual paths, with the turn's line, in order, and
+scores) on both, and p50 / p95.
+
 Not measured yet (docs/backends.md, the plan): vsearch and query with concurrent clients.
 """
 
@@ -298,6 +305,73 @@ def serve_summary(report: dict[str, Any]) -> str:
         if isinstance(s, dict)
     ]
     return f"  serve: {serve['identical']}/{report['queries']} identical answers; " + "; ".join(parts)
+def measure_transcripts(url: str, work: Path, sessions: int, messages: int) -> dict[str, Any]:
+    """The ``--transcripts`` figures (module docstring)."""
+    import random
+
+    sys.path.insert(0, str(HERE))
+    import corpus_transcripts
+
+    from tansaku.api import Tansaku
+
+    root = work / "transcripts"
+    records = corpus_transcripts.generate(root, sessions, messages)
+    os.environ["TANSAKU_CONFIG_DIR"] = str(work / "transcripts-config")
+    os.environ["TANSAKU_INDEX_PATH"] = str(work / "transcripts.sqlite")
+    report: dict[str, Any] = {"corpus": f"transcripts-{sessions}", "sessions": sessions, "records": records}
+    sqlite, postgres = Tansaku(), Tansaku(url)
+    started = time.perf_counter()
+    for kind in ("claude", "codex"):
+        sqlite.add_transcript_collection(kind, str(root / kind))
+    report["cold_update_s"] = {"sqlite": time.perf_counter() - started, "load": load()}
+    started = time.perf_counter()
+    postgres.update()  # the config is shared: the collections are registered already
+    report["cold_update_s"]["postgresql"] = time.perf_counter() - started
+    report["appended_lines"] = corpus_transcripts.append(root, sessions, 0.01)
+    report["append_update_s"] = {"load": load()}
+    for name, api in (("sqlite", sqlite), ("postgresql", postgres)):
+        started = time.perf_counter()
+        api.update()
+        report["append_update_s"][name] = time.perf_counter() - started
+    rng = random.Random(7)
+    queries = [" ".join(rng.sample(corpus_transcripts.WORDS, 2)) for _ in range(20)]
+    report["queries"] = 0
+    report["differ"] = []
+    report["search_ms"] = {}
+    for level in ("turn", "session"):
+        times: dict[str, list[float]] = {"sqlite": [], "postgresql": []}
+        for query in queries:
+            tops = {}
+            for name, api in (("sqlite", sqlite), ("postgresql", postgres)):
+                started = time.perf_counter()
+                result = api.search_levels(query, level=level, limit=10)
+                times[name].append((time.perf_counter() - started) * 1000)
+                tops[name] = [(hit.virtual_path, hit.score) for hit in result.hits]
+            report["queries"] += 1
+            if tops["sqlite"] != tops["postgresql"]:
+                report["differ"].append({"query": f"{query} --level {level}", **tops})
+        report["search_ms"][level] = {
+            name: {"p50": percentile(values, 0.5), "p95": percentile(values, 0.95)}
+            for name, values in times.items()
+        }
+        report["search_ms"][level]["load"] = load()
+    report["identical_top10"] = report["queries"] - len(report["differ"])
+    return report
+
+
+def transcript_summary(report: dict[str, Any]) -> str:
+    cold, grown = report["cold_update_s"], report["append_update_s"]
+    levels = "; ".join(
+        f"{level} p50/p95 ms sqlite {took['sqlite']['p50']:.1f}/{took['sqlite']['p95']:.1f}, postgresql"
+        f" {took['postgresql']['p50']:.1f}/{took['postgresql']['p95']:.1f} (load {took['load']})"
+        for level, took in report["search_ms"].items()
+    )
+    return (
+        f"{report['corpus']}: {report['records']} records; cold update sqlite {cold['sqlite']:.1f} s,"
+        f" postgresql {cold['postgresql']:.1f} s (load {cold['load']}); append of"
+        f" {report['appended_lines']} lines {grown['sqlite']:.2f} s / {grown['postgresql']:.2f} s;"
+        f" {report['identical_top10']}/{report['queries']} searches identical top 10; {levels}"
+    )
 
 
 def vector_summary(report: dict[str, Any]) -> str:
@@ -332,8 +406,12 @@ def main() -> None:
     parser.add_argument("--vectors", action="store_true", help="also embed and compare vsearch")
     parser.add_argument("--serve", action="store_true", help="also compare the HTTP servers (keyword)")
     parser.add_argument("--clients", type=int, default=8, help="--serve: concurrent clients")
+    parser.add_argument("--transcripts", type=int, help="a generated corpus of this many agent sessions")
+    parser.add_argument("--messages", type=int, default=20_000, help="records of --transcripts' corpus")
     args = parser.parse_args()
-    if args.files:
+    if args.transcripts:
+        corpora = [f"transcripts-{args.transcripts}"]
+    elif args.files:
         corpora = [f"synthetic-{args.files}"]
     else:
         corpora = args.corpus or sorted(p.name for p in CORPORA.iterdir() if p.is_dir())
@@ -350,6 +428,13 @@ def main() -> None:
                 admin.execute(f'CREATE DATABASE "{name}"')
             head, _, query = base.partition("?")
             url = head.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
+            if args.transcripts:
+                report = measure_transcripts(url, work, args.transcripts, args.messages)
+                reports.append(report)
+                print(transcript_summary(report), flush=True)
+                for item in report["differ"]:
+                    print(f"  differs: {item['query']!r}", flush=True)
+                continue
             if args.files:
                 root, queries = synthetic(args.files)
             else:

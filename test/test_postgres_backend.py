@@ -245,15 +245,6 @@ def test_a_second_writer_waits_then_fails_naming_the_holder_and_readers_never_wa
     assert cli("--index", postgres_url, "update").exit_code == 0  # the lock went with its holder
 
 
-def test_a_transcript_collection_is_refused_not_half_indexed(cli, postgres_url: str, tmp_path: Path) -> None:
-    sessions = tmp_path / "sessions"
-    sessions.mkdir()
-    (sessions / "a.jsonl").write_text('{"type": "user"}\n', encoding="utf-8")
-    result = cli("--index", postgres_url, "collection", "add", "--type", "claude", sessions, "--json")
-    assert result.exit_code == 3, (result.stdout, result.stderr)
-    assert result.error()["code"] == "BACKEND_UNSUPPORTED"
-
-
 FIELDS = REPO / "fixtures" / "fields"
 FORMATS = REPO / "fixtures" / "formats"
 

@@ -256,25 +256,24 @@ def test_a_kept_api_on_an_empty_database_says_index_missing(postgres_url: str) -
 TRANSCRIPTS = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
 
 
-def test_what_a_server_cannot_do_on_postgresql_is_the_clis_error_not_a_500(
+def test_a_server_on_postgresql_searches_sessions_as_on_sqlite(
     cli: Callable[..., CliResult], both: str, tmp_path: Path
 ) -> None:
-    """Transcripts are not on PostgreSQL yet (docs/backends.md): with a transcript collection in
-    the config (added to the SQLite index that shares it), a search over it answers the CLI's
-    BACKEND_UNSUPPORTED, over HTTP (503) and MCP alike; the file collections still answer."""
+    """Transcript collections are on PostgreSQL too: a server there searches sessions, over HTTP
+    and MCP, as the SQLite server does."""
     shutil.copytree(TRANSCRIPTS / "claude", tmp_path / "claude")
     assert cli("collection", "add", "--type", "claude", tmp_path / "claude", "--name", "chats").exit_code == 0
-    refused = cli("--index", both, "search", "index", "--json")
-    assert refused.exit_code == 3 and refused.error()["code"] == "BACKEND_UNSUPPORTED"
-    with http_server(tmp_path, "--index", both) as server:
-        reply = server.post("/search", {"query": "index"})
-        assert reply.status == 503 and reply.json()["error"]["code"] == "BACKEND_UNSUPPORTED"
-        files = server.post("/search", {"query": "backup", "collections": ["sample"]})
-        assert files.status == 200 and files.json()["results"]
+    assert cli("--index", both, "update").exit_code == 0
+    asked = {"query": "index", "collections": ["chats"]}
+    with http_server(tmp_path) as sqlite, http_server(tmp_path, "--index", both) as postgres:
+        on_sqlite, on_postgres = sqlite.post("/search", asked), postgres.post("/search", asked)
+        assert on_sqlite.status == on_postgres.status == 200
+        assert on_sqlite.json()["results"]
+        _close(on_postgres.json(), on_sqlite.json(), "search")
 
         async def over_mcp() -> Any:
-            async with Client(server.url + "/mcp", mode="legacy", read_timeout_seconds=60) as client:
-                return await client.call_tool("search", {"query": "index"})
+            async with Client(postgres.url + "/mcp", mode="legacy", read_timeout_seconds=60) as client:
+                return await client.call_tool("search", asked)
 
         tool = anyio.run(over_mcp)
-        assert tool.is_error and tool.structured_content["error"]["code"] == "BACKEND_UNSUPPORTED"
+        assert not tool.is_error and tool.structured_content["results"]

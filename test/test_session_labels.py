@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.both_backends
+
 SESSION_ID = "6c0ffee0-1111-4222-8333-444455556666"
 Cli = Callable[..., Any]
 

@@ -12,6 +12,8 @@ import pytest
 
 from .conftest import REPO
 
+pytestmark = pytest.mark.both_backends
+
 SET = REPO / "evals" / "sets" / "transcripts-v1.jsonl"
 CORPUS = REPO / "fixtures" / "transcripts" / "judged"
 Cli = Callable[..., Any]

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.both_backends
+
 JUDGED = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts" / "judged"
 
 

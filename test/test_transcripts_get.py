@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.both_backends
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
 MAIN_ID = "5b1f0c2e-7d4a-4c1b-9e3f-2a6d8c0b1e47"
 MAIN = f"tansaku://claude/-home-ann-proj/{MAIN_ID}.jsonl"

@@ -10,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlean
+
+from .conftest import index_sql
+
+pytestmark = pytest.mark.both_backends
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
 MAIN = "-home-ann-proj/5b1f0c2e-7d4a-4c1b-9e3f-2a6d8c0b1e47.jsonl"
@@ -48,11 +51,10 @@ def search(cli: Cli, query: str, *args: str) -> list[dict[str, Any]]:
 
 
 def turn_rows(index_path: Path) -> list[tuple[int, str, str]]:
-    conn = sqlean.connect(str(index_path))
-    try:
-        return conn.execute("SELECT id, turn_id, role FROM transcript_turns ORDER BY id").fetchall()
-    finally:
-        conn.close()
+    with index_sql(index_path) as conn:
+        return [
+            tuple(row) for row in conn.execute("SELECT id, turn_id, role FROM transcript_turns ORDER BY id")
+        ]
 
 
 def claude_record(uuid: str, text: str, *, role: str = "user", ts: str = "2025-12-01T10:00:00.000Z") -> bytes:

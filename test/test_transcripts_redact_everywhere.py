@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlean
 
 from tansaku.sources.transcripts import claude, codex
 from tansaku.sources.transcripts.model import ParseReport, ParseState, Run, Session, Turn
+
+from .conftest import index_sql
+
+pytestmark = pytest.mark.both_backends
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts" / "redact-everywhere"
 SUMMARY = "1d2e3f40-0000-4000-8000-00000000a001"  # summary record, tool name and tool input
@@ -96,30 +99,47 @@ def test_get_multi_get_and_session_read_show_no_secret(cli: Cli, indexed: Path):
     assert "FakeToolInput9" in "\n".join(m["text"] for m in raw["messages"])
 
 
-def test_no_secret_is_anywhere_in_the_index_file(cli: Cli, indexed: Path, index_path: Path):
+def test_no_secret_is_anywhere_in_the_index_file(
+    cli: Cli, indexed: Path, index_path: Path, index_backend: str
+):
+    if index_backend == "postgresql":
+        rows = _every_row(index_path)
+        assert "[REDACTED:github_token]" in rows["transcript_sessions"]  # the rows were read
+        assert {table: leaked(text) for table, text in rows.items() if leaked(text)} == {}
+        return
     files = [path for path in (index_path, Path(f"{index_path}-wal")) if path.exists()]
     assert files and index_path in files
     for path in files:
         assert leaked(path.read_bytes().decode("latin-1")) == [], path.name
 
 
+def _every_row(index_path: Path) -> dict[str, str]:
+    """Each table of a PostgreSQL index, every row as text (what the server stores)."""
+    with index_sql(index_path) as conn:
+        tables = [
+            row[0]
+            for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+        ]
+        return {
+            table: "\n".join(row[0] for row in conn.execute(f'SELECT t::text FROM "{table}" AS t'))
+            for table in tables
+        }
+
+
 def test_an_index_made_by_the_older_indexer_is_read_again(cli: Cli, indexed: Path, index_path: Path):
     """Indexes written before titles were redacted hold them in clear: the next update re-reads
     every session of the collection, whatever its size and time."""
-    conn = sqlean.connect(str(index_path))
-    with conn:
+    with index_sql(index_path) as conn:
         conn.execute("UPDATE transcript_sessions SET title = 'stale title'")
         conn.execute("UPDATE collection_state SET indexer_version = 1 WHERE name = 'claude'")
-    conn.close()
     update = ok(cli("update", "--json"))
     by_name = {c["name"]: c for c in update["collections"]}
     assert sorted(by_name["claude"]["updated"]) == sorted(
         f"-home-ann-vault/{session}.jsonl" for session in (SUMMARY, CUSTOM, PROSE)
     )
     assert by_name["codex"]["updated"] == [] and by_name["codex"]["unchanged"] == 1
-    conn = sqlean.connect(str(index_path))
-    titles = dict(conn.execute("SELECT session_id, title FROM transcript_sessions").fetchall())
-    conn.close()
+    with index_sql(index_path) as conn:
+        titles = dict(conn.execute("SELECT session_id, title FROM transcript_sessions").fetchall())
     assert titles[SUMMARY] == "Fix login, token [REDACTED:github_token]"
 
 

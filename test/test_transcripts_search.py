@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.both_backends
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
 MAIN_ID = "5b1f0c2e-7d4a-4c1b-9e3f-2a6d8c0b1e47"
 CODEX_ID = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
@@ -111,6 +113,7 @@ def test_chinese_prompts_are_found_by_two_character_words(cli: Cli, agents: Path
     assert [h["transcript"]["line"] for h in results(cli, "密钥", "--role", "user")] == [14]
 
 
+@pytest.mark.sqlite_only("removes the index file (test_postgres_backend.py checks a missing database)")
 def test_a_missing_index_is_an_error_never_zero_hits(cli: Cli, tmp_path: Path, index_path: Path):
     shutil.copytree(FIXTURES / "claude", tmp_path / "claude")
     ok(cli("collection", "add", "--type", "claude", tmp_path / "claude"))

@@ -12,7 +12,7 @@ import pytest
 
 from .models_fixture import requires_llama, requires_minilm
 
-pytestmark = [requires_llama, requires_minilm]
+pytestmark = [requires_llama, requires_minilm, pytest.mark.both_backends]
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
 MAIN_ID = "5b1f0c2e-7d4a-4c1b-9e3f-2a6d8c0b1e47"

@@ -23,10 +23,13 @@ from tansaku.types import Collection
 from .models_fixture import models_required
 
 # CI installs the watch extra (and sets TANSAKU_REQUIRE_MODELS): there a missing library fails.
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("watchfiles") is None and not models_required(),
-    reason="watchfiles is not installed (the watch extra)",
-)
+pytestmark = [
+    pytest.mark.both_backends,
+    pytest.mark.skipif(
+        importlib.util.find_spec("watchfiles") is None and not models_required(),
+        reason="watchfiles is not installed (the watch extra)",
+    ),
+]
 
 Cli = Callable[..., Any]
 FIRST = (

@@ -75,7 +75,7 @@ class TranscriptMethods:
             return self.search(query, collections=collections, **plain)
         chosen, warnings = self._chosen(config, collections)
         result = turns.search_levels(
-            self.index_path,
+            self._reader,
             chosen,
             warnings,
             config.contexts,

@@ -107,13 +107,6 @@ def _transcripts(
     """A transcript collection (index/transcripts.py): sessions, runs and turns, append mode."""
     from . import transcripts
 
-    if backend.kind != "sqlite":
-        from ..errors import BackendUnsupported
-
-        raise BackendUnsupported(
-            f"transcript collections do not work on a {backend.kind} index yet ({collection.name})",
-            hint="keep agent sessions in a SQLite index (docs/backends.md lists what works)",
-        )
     if dry_run:
         return transcripts.report(collection, transcripts.plan(conn, collection, callback))
     try:

@@ -34,9 +34,9 @@ from ..sources.transcripts.formats import parser_for, provisional_session_id
 from ..sources.transcripts.model import ParseReport, ParseState, Run, Turn
 from ..sources.transcripts.redact_units import redact_report
 from ..sources.walk import FoundFile, walk_collection
-from ..store import chunks as chunk_store
-from ..store import documents as doc_store
-from ..store import transcripts as tstore
+from ..store.backend import chunks as chunk_store
+from ..store.backend import documents as doc_store
+from ..store.backend import transcripts as tstore
 from ..text.cjk import segment
 from ..types import Collection, CollectionUpdate, Notice, SkippedFile
 from .chunks import params_for

@@ -59,6 +59,7 @@ def _index_checks(config: Any, index: Any, checks: list[DoctorCheck], *, deep: b
         with index.reading() as conn:
             checks.append(check("index", OK, f"{index.location} (schema {index.schema_version})"))
             checks.append(_totals_check(conn))
+            checks.append(_turn_totals_check(conn))
             if deep:
                 checks.append(_terms_check(conn))
     except TansakuError as exc:
@@ -94,6 +95,21 @@ def _totals_check(conn: Any) -> DoctorCheck:
         FAIL,
         f"update kept {kept[0]} documents and {kept[1]} tokens, the index holds {counted[0]} and"
         f" {counted[1]}: BM25's averages are off",
+        _REBUILD,
+    )
+
+
+def _turn_totals_check(conn: Any) -> DoctorCheck:
+    from ..store.postgres.health import turn_totals_drift
+
+    kept, counted = turn_totals_drift(conn)
+    if kept == counted:
+        return check("index.turn_totals", OK, f"{counted[0]} transcript turns, {counted[1]} tokens")
+    return check(
+        "index.turn_totals",
+        FAIL,
+        f"update kept {kept[0]} turns and {kept[1]} tokens, the index holds {counted[0]} and"
+        f" {counted[1]}: the turns' BM25 averages are off",
         _REBUILD,
     )
 

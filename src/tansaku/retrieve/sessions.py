@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import AmbiguousDocid, DocumentNotFound
 from ..paths import VIRTUAL_PREFIX, virtual_path
 from ..search.hits import disk_path
-from ..store import transcripts as tstore
+from ..store.backend import transcripts as tstore
 from ..types import Collection, Notice
 
 DEFAULT_LIMIT = 50

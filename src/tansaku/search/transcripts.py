@@ -13,17 +13,16 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.contexts import contexts_for
 from ..errors import EmptyQuery, UsageError
 from ..paths import virtual_path
-from ..store import db
-from ..store import documents as doc_store
-from ..store import transcripts as tstore
+from ..store.backend import documents as doc_store
+from ..store.backend import transcripts as tstore
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
 from .hits import disk_path, is_stale
 from .query import ParsedQuery, fts_expression, parse_query, required_terms, resolve_options
@@ -84,7 +83,7 @@ def files_only(config: Config, collections: Sequence[str]) -> bool:
 
 
 def search_levels(
-    index_path: Path,
+    reading: Callable[[], AbstractContextManager[Any]],
     chosen: Sequence[Collection],
     warnings: Sequence[Notice],
     contexts: Mapping[str, str],
@@ -106,7 +105,7 @@ def search_levels(
     started = time.perf_counter()
     request = turn_query(query, level, roles, since, until, project, limit, min_score, full)
     sessions = [c for c in chosen if c.type != "files"]
-    with db.reading(index_path) as conn:
+    with reading() as conn:
         results = [search_turns(conn, request, sessions, contexts)]
     files = [c.name for c in chosen if c.type == "files"]
     if files:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..store import transcripts as tstore
+from ..store.backend import transcripts as tstore
 from ..types import Collection, Notice
 from .query import ParsedQuery, fts_expression
 

@@ -5,7 +5,8 @@ Two seams, both small on purpose:
 - ``Backend`` is what opening an index means: does it exist, a read block, a write connection,
   the one-writer lock, how its errors read. ``open_backend`` picks the implementation from the
   index reference; ``SqliteBackend`` only forwards to ``store.db``.
-- ``documents``, ``chunks``, ``vectors``, ``db``, ``fields``, ``extractions`` and ``removal``
+- ``documents``, ``chunks``, ``vectors``, ``db``, ``fields``, ``extractions``, ``removal`` and
+  ``transcripts``
   below stand for the store modules of the same names. Callers keep calling
   ``store.keyword_search(conn, ...)``: the call goes to ``tansaku.store.documents`` for a SQLite
   connection and to ``tansaku.store.postgres.documents`` for a PostgreSQL one (a connection that
@@ -233,3 +234,4 @@ fields: Any = _Routed("fields")
 extractions: Any = _Routed("extractions")
 removal: Any = _Routed("removal")
 health: Any = _Routed("health")
+transcripts: Any = _Routed("transcripts")

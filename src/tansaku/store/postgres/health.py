@@ -15,6 +15,14 @@ def keyword_totals_drift(conn: Any) -> tuple[tuple[int, int], tuple[int, int]]:
     return (int(kept[0]), int(kept[1])), (int(counted[0]), int(counted[1]))
 
 
+def turn_totals_drift(conn: Any) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((turns, tokens) kept by update, (turns, tokens) counted now): the N and average length
+    of the transcript turns' BM25."""
+    kept = conn.execute("SELECT turns, tokens FROM turn_totals").fetchone()
+    counted = conn.execute("SELECT count(*), coalesce(sum(fts_tokens), 0) FROM transcript_turns").fetchone()
+    return (int(kept[0]), int(kept[1])), (int(counted[0]), int(counted[1]))
+
+
 def term_stats_drift(conn: Any, limit: int = 5) -> tuple[int, list[str]]:
     """How many terms' kept document frequency differs from a count of their postings, and the
     first few of them (a full pass over ``postings``: doctor --deep only)."""

@@ -198,6 +198,77 @@ CREATE TABLE llm_cache (
 )
 """
 
+# Version 5: agent transcripts (store/postgres/transcripts.py), as SQLite's version 6: a
+# session's facts and append state, its runs, and a row per turn. FTS5's contentless ``turns_fts`` becomes
+# ``turn_postings`` (a turn's tokens and their positions: its one column, as ``postings`` keeps a
+# document's), each turn's token count (``fts_tokens``) and ``turn_totals``, the turns and tokens
+# its BM25 needs, so turns rank by ranking.py exactly as FTS5's bm25(turns_fts) ranks them.
+_V5 = """
+CREATE TABLE transcript_sessions (
+    doc_id bigint PRIMARY KEY,
+    session_id text COLLATE "C" NOT NULL,
+    source_format text NOT NULL,
+    project text COLLATE "C",
+    title text,
+    parent_session_id text,
+    first_timestamp text,
+    last_timestamp text,
+    run_count integer NOT NULL DEFAULT 0,
+    turn_count integer NOT NULL DEFAULT 0,
+    end_offset bigint NOT NULL,
+    line_count integer NOT NULL,
+    prefix_sha text NOT NULL,
+    state text NOT NULL,
+    redacted integer NOT NULL DEFAULT 0
+);
+CREATE INDEX transcript_sessions_session ON transcript_sessions (session_id);
+
+CREATE TABLE transcript_runs (
+    doc_id bigint NOT NULL,
+    run_index integer NOT NULL,
+    prompt text NOT NULL,
+    line integer NOT NULL,
+    timestamp text,
+    PRIMARY KEY (doc_id, run_index)
+);
+
+CREATE TABLE transcript_turns (
+    id bigint PRIMARY KEY,
+    doc_id bigint NOT NULL,
+    seq integer NOT NULL,
+    turn_id text NOT NULL,
+    role text NOT NULL,
+    kind text NOT NULL,
+    tool_name text,
+    line integer NOT NULL,
+    timestamp text,
+    epoch double precision,
+    run_index integer NOT NULL,
+    start_char integer NOT NULL,
+    end_char integer NOT NULL,
+    start_line integer NOT NULL,
+    end_line integer NOT NULL,
+    fts_text text,
+    fts_tokens integer NOT NULL
+);
+CREATE INDEX transcript_turns_doc ON transcript_turns (doc_id, seq);
+
+CREATE TABLE turn_postings (
+    term text COLLATE "C" NOT NULL,
+    turn_id bigint NOT NULL,
+    positions integer[] NOT NULL,
+    PRIMARY KEY (term, turn_id)
+);
+CREATE INDEX turn_postings_turn ON turn_postings (turn_id);
+
+CREATE TABLE turn_totals (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    turns bigint NOT NULL,
+    tokens bigint NOT NULL
+);
+INSERT INTO turn_totals (one, turns, tokens) VALUES (true, 0, 0)
+"""
+
 Migration = Callable[[Any], None]
 
 
@@ -210,7 +281,7 @@ def _script(sql: str) -> Migration:
     return run
 
 
-MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4)]
+MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4), _script(_V5)]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -54,3 +54,9 @@ def column_tokens(texts: Sequence[str]) -> list[list[tuple[int, str]]]:
 def text_tokens(text: str) -> list[str]:
     """One text's tokens in order (a query's quoted string is tokenized as a document's text is)."""
     return [term for _, term in column_tokens(["", "", text])[2]]
+
+
+def text_positions(text: str) -> list[tuple[int, str]]:
+    """One text's (position, token) pairs in order, as a one-column FTS5 table (``turns_fts``)
+    numbers them."""
+    return column_tokens(["", "", text])[2]
