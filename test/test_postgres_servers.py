@@ -269,7 +269,7 @@ def test_a_server_on_postgresql_searches_sessions_as_on_sqlite(
         on_sqlite, on_postgres = sqlite.post("/search", asked), postgres.post("/search", asked)
         assert on_sqlite.status == on_postgres.status == 200
         assert on_sqlite.json()["results"]
-        _close(on_postgres.json(), on_sqlite.json(), "search")
+        _close(on_postgres.json()["results"], on_sqlite.json()["results"], "search")
 
         async def over_mcp() -> Any:
             async with Client(postgres.url + "/mcp", mode="legacy", read_timeout_seconds=60) as client:
