@@ -124,7 +124,7 @@ def _rendered_tokens(env: dict[str, str], quick: bool = False) -> tuple[int, int
         "quick = QUICK and min(E.QUICK_TOKENS, E.window_tokens(e)) or None\n"
         "units = E._units(conn, pending, params, prompt, e, {d.hash: d.title for d in docs.values()},"
         " {d.hash: p for p, d in docs.items()}, quick_limit=quick,"
-        " budget=None if quick else E.embed_budget())\n"
+        " budget=None if quick else E.embed_budget(E.window_tokens(e)))\n"
         "texts = list({u.text_sha: u.text for u in units}.values())\n"
         "tokens = sum(len(e._encode(i, t)) for i, t in enumerate(texts))\n"
         "print(json.dumps([len(pending), len(texts), tokens]))\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tansaku.index.embed import EMBED_BUDGET
+from tansaku.index.embed import EMBED_BUDGET, embed_budget
 
 from .conftest import index_sql
 from .models_fixture import requires_llama, requires_minilm
@@ -85,5 +85,23 @@ def test_a_bad_budget_is_a_usage_error(cli, value, monkeypatch) -> None:
     assert "TANSAKU_EMBED_BUDGET" in result.stderr and "16 or more" in result.stderr
 
 
-def test_the_default_budget_is_the_measured_one() -> None:
-    assert EMBED_BUDGET is None  # evals/RESULTS-embed.md: "How much of a chunk: the full pass"
+def test_the_default_budget_is_the_measured_one_for_long_windows_only() -> None:
+    assert EMBED_BUDGET == 512  # evals/RESULTS-embed.md: "How much of a chunk: the full pass"
+    assert embed_budget(2046) == 512  # EmbeddingGemma's window
+    assert embed_budget(254) is None  # MiniLM's: every window, as measured in issue 10
+
+
+@requires_llama
+@requires_minilm
+def test_by_default_minilm_embeds_every_window_and_the_report_says_what_a_budget_took(
+    cli, model, index_path, tmp_path, monkeypatch
+):
+    folder = _long_document(tmp_path / "port")
+    assert cli("collection", "add", str(folder), "--name", "port").exit_code == 0
+    report = _embed(cli)
+    assert report["budget_tokens"] is None
+    assert all(len(windows) >= 2 for windows in _chunk_windows(index_path).values())
+    monkeypatch.setenv("TANSAKU_EMBED_BUDGET", "64")
+    text = cli("embed", "-f", "--no-quick")
+    assert "window 254 tokens; each chunk's first 64 tokens embedded" in text.stdout
+    assert "each chunk's first 64 tokens" in cli("status").stdout

@@ -134,6 +134,8 @@ ADMIN |= dict(status_measured=MEASURED, status_unmeasured=UNMEASURED)
 # An `embed --quick-only` run, and the status it leaves: every chunk searchable, none full yet.
 QUICK_STATUS = replace(
     MEASURED,
+    embed_window=2046,
+    embed_budget=512,
     collections=(replace(INFO, chunks=1400, vectors=200, unembedded=1200, quick_vectors=1200), WORK_INFO),
     pending=(
         "notes: 1200 chunks have no full vector yet (1200 are searched by a quick one);"
@@ -143,8 +145,8 @@ QUICK_STATUS = replace(
 QUICK_EMBED = EmbedReport(
     "/models/embeddinggemma-300M-Q8_0.gguf", "0123456789abcdef:embeddinggemma:c2", "embeddinggemma",
     768, 2046,
-    [CollectionEmbed("notes", pending=1200, quick=1200)], took_ms=81_000.0, chunks_per_second=0.0,
-    peak_memory_mb=612.0,
+    [CollectionEmbed("notes", pending=1200, quick=1200)], budget_tokens=512, took_ms=81_000.0,
+    chunks_per_second=0.0, peak_memory_mb=612.0,
 )  # fmt: skip
 ADMIN |= dict(status_quick=QUICK_STATUS, embed_quick=QUICK_EMBED)
 

@@ -452,14 +452,14 @@ class Tansaku(ContextMethods, TranscriptMethods):
 
         An endpoint on another machine first needs the person's consent to send chunk text there:
         ``consent`` gives it (and records it), or ``[models] remote_ok`` in the config."""
-        from .index.embed import QuickPass, embed_budget, embed_collections
+        from .index.embed import QuickPass, embed_budget_setting, embed_collections
         from .models.embedding import embed_model, embedder_for, prompt_format_of
         from .models.threads import resolve_threads
 
         backend = self.backend
         config = self.config()
         chosen = [self._collection(config, n) for n in dict.fromkeys(collections)] or config.collection_list()
-        embed_budget()  # a bad TANSAKU_EMBED_BUDGET is refused before any model loads
+        embed_budget_setting()  # a bad TANSAKU_EMBED_BUDGET is refused before any model loads
         threads = resolve_threads(self.config_path).batch
         quick_pass = QuickPass.from_setting(quick)
         ref = embed_model(self.config_path)

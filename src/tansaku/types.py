@@ -366,6 +366,7 @@ class StatusReport:
     # The configured embedding model file when it is present, or its model at its endpoint.
     embed_model: str | None = None
     embed_window: int | None = None  # tokens per vector window of that model (as last used by embed)
+    embed_budget: int | None = None  # tokens of each chunk `embed` embeds with it (None: all)
     model_threads: str | None = None  # the llama.cpp thread setting and where it comes from
     # Every setting with its source (flag, env, config, default): tansaku.precedence.SettingSource
     settings: tuple[Any, ...] = ()
@@ -481,6 +482,8 @@ class EmbedReport:
     dims: int
     window_tokens: int
     collections: list[CollectionEmbed]
+    # Tokens of each chunk the full pass embedded (its first ones), None for all of it.
+    budget_tokens: int | None = None
     interrupted: bool = False
     took_ms: float = 0.0
     chunks_per_second: float = 0.0  # chunks that got their vectors (computed or reused)

@@ -39,9 +39,13 @@ QUICK_TOKENS = 56
 QUICK_MIN_CHUNKS = 500
 QUICK_MIN_CHUNKS_ENV = "TANSAKU_QUICK_MIN_CHUNKS"
 # The full pass embeds each chunk's first EMBED_BUDGET tokens (prompt, title and headings
-# included), in windows of the model's size; None embeds every token. TANSAKU_EMBED_BUDGET
-# ("all" or a number of tokens) overrides it.
-EMBED_BUDGET: int | None = None
+# included) with a model whose window is longer: measured with EmbeddingGemma (2,046-token
+# window) in evals/RESULTS-embed.md ("How much of a chunk: the full pass"), 512 kept `query`'s
+# MRR@10 within 0.011 of whole chunks on all ten sets measured (+0.010 on average) and vsearch's
+# within 0.004 on average, for about three fifths of the tokens; 256 lost up to 0.07 on Chinese.
+# A model with a shorter window (MiniLM: 254) embeds every window, as measured in issue 10.
+# TANSAKU_EMBED_BUDGET ("all", or a number of tokens for any model) overrides it.
+EMBED_BUDGET: int | None = 512
 EMBED_BUDGET_ENV = "TANSAKU_EMBED_BUDGET"
 # Tokens per decode when quick windows are packed: faster than one window a decode, and far
 # less memory than a full 2,048-token batch (which was no faster).
@@ -332,13 +336,13 @@ def _run(
     report = EmbedReport(identity.path, fingerprint, prompt.name, 0, 0, [])
     computed = chunks_done = 0
     work = _Work()  # what the model computed, and for how long: the speed kept for estimates
-    budget = embed_budget()
     loaded: list[Embedder] = []
 
     def model() -> Embedder:
         if not loaded:
             loaded.append(load_embedder())
             report.dims, report.window_tokens = loaded[0].dims, window_tokens(loaded[0])
+            report.budget_tokens = embed_budget(report.window_tokens)
             with backend.write_lock(conn, "embed"):
                 vec.ensure_vec_table(conn, loaded[0].dims)
                 vec.register_model(conn, _record(identity, loaded[0]), _now())
@@ -385,7 +389,9 @@ def _run(
             for start in range(0, len(pending), BATCH_CHUNKS):
                 batch_started = time.perf_counter()
                 batch = pending[start : start + BATCH_CHUNKS]
-                units = _units(conn, batch, params, prompt, embedder, titles, paths, budget=budget)
+                units = _units(
+                    conn, batch, params, prompt, embedder, titles, paths, budget=report.budget_tokens
+                )
                 vectors, chunks, embedded_chunks = _store_batch(
                     conn, backend, embedder, identity, params, units, result, force
                 )
@@ -439,17 +445,29 @@ def window_tokens(embedder: Embedder) -> int:
     return limit
 
 
-def embed_budget() -> int | None:
-    """Tokens of each chunk the full pass embeds: ``TANSAKU_EMBED_BUDGET`` ("all", or 16 or more),
-    else ``EMBED_BUDGET``. None: every token."""
+_DEFAULT = "default"
+
+
+def embed_budget_setting() -> int | str | None:
+    """``TANSAKU_EMBED_BUDGET``: None for "all", a number of tokens (16 or more), or "default"
+    when unset (``EMBED_BUDGET`` for a model whose window is longer: ``embed_budget``)."""
     raw = os.environ.get(EMBED_BUDGET_ENV, "").strip().lower()
     if not raw:
-        return EMBED_BUDGET
+        return _DEFAULT
     if raw == "all":
         return None
     if not raw.isdigit() or int(raw) < 16:
         raise UsageError(f"{EMBED_BUDGET_ENV}={raw!r} is not 'all' or a whole number of tokens (16 or more)")
     return int(raw)
+
+
+def embed_budget(window: int) -> int | None:
+    """Tokens of each chunk the full pass embeds with a model of ``window`` tokens a window (None:
+    every token): the setting, else EMBED_BUDGET where the window is longer than it."""
+    setting = embed_budget_setting()
+    if setting != _DEFAULT:
+        return setting if isinstance(setting, int) else None
+    return EMBED_BUDGET if EMBED_BUDGET is not None and window > EMBED_BUDGET else None
 
 
 def _record(identity: ModelIdentity, embedder: Embedder) -> vec.EmbedModelRecord:

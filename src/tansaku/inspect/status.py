@@ -145,6 +145,19 @@ def _endpoint_status(endpoint: object, index: Backend) -> tuple[str, int | None]
     return shown, None
 
 
+def _embed_budget(window: int | None) -> int | None:
+    """The tokens of each chunk `embed` embeds with a model of this window (a bad setting: None,
+    `embed` itself refuses it)."""
+    from ..index.embed import embed_budget
+
+    if window is None:
+        return None
+    try:
+        return embed_budget(window)
+    except TansakuError:
+        return None
+
+
 def current_fingerprint(conn: Any, config_path: Path) -> str | None:
     """The fingerprint the configured embed model's vectors have with this version of tansaku
     (no hashing when the index knows the file, no loading). Built from the stored model hash
@@ -242,6 +255,7 @@ def status_report(config: Config, config_path: Path, index: Backend) -> StatusRe
         embed_model=embed_path,
         embed_remote=_is_endpoint(config_path) or None,
         embed_window=embed_window,
+        embed_budget=_embed_budget(embed_window),
         model_threads=threads,
         settings=all_settings(config_path),
         server=index.describe(),

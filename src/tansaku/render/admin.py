@@ -138,7 +138,8 @@ def _update(report: UpdateReport) -> list[str]:
 def _embed(report: EmbedReport) -> list[str]:
     lines = [f"model: {clean(report.model_path)} ({report.prompt_format} prompts)"]
     if report.dims:
-        lines.append(f"  {report.dims} dimensions, window {report.window_tokens} tokens")
+        budget = f"; each chunk's first {report.budget_tokens} tokens embedded" if report.budget_tokens else ""
+        lines.append(f"  {report.dims} dimensions, window {report.window_tokens} tokens{budget}")
     for c in report.collections:
         line = f"{c.name}: {c.pending} chunks pending; embedded {c.embedded}, reused {c.reused}"
         if c.windows:
@@ -224,6 +225,8 @@ def _status(s: StatusReport) -> list[str]:
     lines += ["pending:", *(f"  - {clean(p)}" for p in s.pending)] if s.pending else ["pending: (nothing)"]
     if s.embed_model:
         window = f"{s.embed_window}-token windows" if s.embed_window else "not used by embed yet"
+        if s.embed_budget:
+            window += f", each chunk's first {s.embed_budget} tokens"
         lines.append(f"embedding model: {clean(s.embed_model)} ({window})")
         if not s.embed_remote:
             lines.append(f"embedding speed: {_speed(s)}")
