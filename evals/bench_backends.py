@@ -305,6 +305,8 @@ def serve_summary(report: dict[str, Any]) -> str:
         if isinstance(s, dict)
     ]
     return f"  serve: {serve['identical']}/{report['queries']} identical answers; " + "; ".join(parts)
+
+
 def measure_transcripts(url: str, work: Path, sessions: int, messages: int) -> dict[str, Any]:
     """The ``--transcripts`` figures (module docstring)."""
     import random

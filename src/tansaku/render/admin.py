@@ -138,7 +138,9 @@ def _update(report: UpdateReport) -> list[str]:
 def _embed(report: EmbedReport) -> list[str]:
     lines = [f"model: {clean(report.model_path)} ({report.prompt_format} prompts)"]
     if report.dims:
-        budget = f"; each chunk's first {report.budget_tokens} tokens embedded" if report.budget_tokens else ""
+        budget = ""
+        if report.budget_tokens:
+            budget = f"; each chunk's first {report.budget_tokens} tokens embedded"
         lines.append(f"  {report.dims} dimensions, window {report.window_tokens} tokens{budget}")
     for c in report.collections:
         line = f"{c.name}: {c.pending} chunks pending; embedded {c.embedded}, reused {c.reused}"
