@@ -39,6 +39,14 @@ def _chunk_windows(index_path: Path) -> dict[int, list[tuple[int, int, int]]]:
         return chunks
 
 
+@pytest.fixture
+def port(cli, model, tmp_path) -> Path:
+    """The long document as collection ``port``, MiniLM as the embed model."""
+    folder = _long_document(tmp_path / "port")
+    assert cli("collection", "add", str(folder), "--name", "port").exit_code == 0
+    return folder
+
+
 def _embed(cli, *args: str) -> dict:
     result = cli("embed", "--no-quick", *args, "--json")
     assert result.exit_code == 0, result.stderr
@@ -47,11 +55,8 @@ def _embed(cli, *args: str) -> dict:
 
 @requires_llama
 @requires_minilm
-def test_a_budget_embeds_the_start_of_each_chunk_and_all_embeds_every_token(
-    cli, model, index_path, tmp_path, monkeypatch
-):
-    folder = _long_document(tmp_path / "port")
-    assert cli("collection", "add", str(folder), "--name", "port").exit_code == 0
+@pytest.mark.usefixtures("port")
+def test_a_budget_embeds_the_start_of_each_chunk_and_all_embeds_every_token(cli, index_path, monkeypatch):
 
     monkeypatch.setenv("TANSAKU_EMBED_BUDGET", "all")
     _embed(cli)
@@ -93,11 +98,10 @@ def test_the_default_budget_is_the_measured_one_for_long_windows_only() -> None:
 
 @requires_llama
 @requires_minilm
+@pytest.mark.usefixtures("port")
 def test_by_default_minilm_embeds_every_window_and_the_report_says_what_a_budget_took(
-    cli, model, index_path, tmp_path, monkeypatch
+    cli, index_path, monkeypatch
 ):
-    folder = _long_document(tmp_path / "port")
-    assert cli("collection", "add", str(folder), "--name", "port").exit_code == 0
     report = _embed(cli)
     assert report["budget_tokens"] is None
     assert all(len(windows) >= 2 for windows in _chunk_windows(index_path).values())

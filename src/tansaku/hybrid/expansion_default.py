@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigInvalid
+from .run import EXPANSION_REFUSED
 
 SETTING = "expand"
 _AUTO = "auto"
@@ -35,7 +36,7 @@ def choose_expansion(
     """``asked`` (the flag: True, False, or None for the default), else ``[query] expand``, else
     on for an endpoint or a GPU and off on a CPU. ``gpu`` tells whether llama.cpp offloads to one."""
     if asked is not None:
-        return ExpansionChoice(asked, "expansion off (--no-expand)")
+        return ExpansionChoice(asked, EXPANSION_REFUSED)
     setting = (query_settings or {}).get(SETTING, _AUTO)
     if isinstance(setting, bool):
         return ExpansionChoice(setting, f"expansion off ([query] expand = false in {config_path})")

@@ -56,6 +56,10 @@ class VectorBatch:
     embed_seconds: float = 0.0
 
 
+# The note when the caller turned expansion off.
+EXPANSION_REFUSED = "expansion off (--no-expand)"
+
+
 @dataclass(frozen=True)
 class QuerySteps:
     keyword: Callable[[str], SearchResult]  # keyword search of one text, with the candidate pool
@@ -65,7 +69,7 @@ class QuerySteps:
     # (query, intent) -> the expansion; None when expansion is off (asked, or by default on a CPU).
     expand: Callable[[str, str | None], Expansion] | None = None
     # Why expansion is off, for the notes.
-    expand_off: str = "expansion off (--no-expand)"
+    expand_off: str = EXPANSION_REFUSED
     # (hits, keyword text, intent) -> one passage per hit, for the reranker.
     passages: Callable[[Sequence[Hit], str, str | None], list[str]] | None = None
     # (rerank query, [(key, passage)], fused rank of the first) -> scores; None when reranking

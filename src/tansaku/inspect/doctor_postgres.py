@@ -87,29 +87,31 @@ def _pgvector_check(server: Any) -> DoctorCheck:
 def _totals_check(conn: Any) -> DoctorCheck:
     from ..store.postgres.health import keyword_totals_drift
 
-    kept, counted = keyword_totals_drift(conn)
-    if kept == counted:
-        return check("index.keyword_totals", OK, f"{counted[0]} documents, {counted[1]} tokens")
-    return check(
-        "index.keyword_totals",
-        FAIL,
-        f"update kept {kept[0]} documents and {kept[1]} tokens, the index holds {counted[0]} and"
-        f" {counted[1]}: BM25's averages are off",
-        _REBUILD,
-    )
+    units = ("documents", "documents")
+    return _drift_check("index.keyword_totals", keyword_totals_drift(conn), units, "BM25's averages")
 
 
 def _turn_totals_check(conn: Any) -> DoctorCheck:
     from ..store.postgres.health import turn_totals_drift
 
-    kept, counted = turn_totals_drift(conn)
+    units = ("transcript turns", "turns")
+    return _drift_check("index.turn_totals", turn_totals_drift(conn), units, "the turns' BM25 averages")
+
+
+def _drift_check(
+    name: str, drift: tuple[tuple[int, int], tuple[int, int]], units: tuple[str, str], averages: str
+) -> DoctorCheck:
+    """OK when the (count, tokens) update kept equal a count now; else FAIL: BM25 ranks by them.
+    ``units``: what is counted, as the OK line and the FAIL line name it; ``averages``: whose
+    BM25 averages a drift puts off."""
+    kept, counted = drift
     if kept == counted:
-        return check("index.turn_totals", OK, f"{counted[0]} transcript turns, {counted[1]} tokens")
+        return check(name, OK, f"{counted[0]} {units[0]}, {counted[1]} tokens")
     return check(
-        "index.turn_totals",
+        name,
         FAIL,
-        f"update kept {kept[0]} turns and {kept[1]} tokens, the index holds {counted[0]} and"
-        f" {counted[1]}: the turns' BM25 averages are off",
+        f"update kept {kept[0]} {units[1]} and {kept[1]} tokens, the index holds {counted[0]} and"
+        f" {counted[1]}: {averages} are off",
         _REBUILD,
     )
 

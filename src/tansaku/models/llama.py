@@ -156,6 +156,10 @@ class Threads:
         return wanted
 
 
+# A context to decode in: (llama.cpp context, its batch, its threads).
+Lane = tuple[Any, Any, Threads]
+
+
 # Models still open when the interpreter exits are closed first: left to llama_cpp's own __del__
 # during teardown, they print "Exception ignored ... 'NoneType' object is not callable".
 OPEN_MODELS: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -226,7 +230,6 @@ class LlamaEmbedder(ClosableModel):
         # Contexts beside the model's own for embedding texts side by side: (ctx, batch).
         self._lanes: list[tuple[Any, Any]] = []
         self._side_by_side = 1  # contexts the latest embed used
-        self._one_thread = Threads(llama_cpp, 1)
         self._closed = False
         OPEN_MODELS.add(self)
 
@@ -383,7 +386,7 @@ class LlamaEmbedder(ClosableModel):
         def decode(group: list[list[int]]) -> list[list[float]]:
             ctx, batch = free.get()
             try:
-                return self._decode(group, ctx, batch, lane_threads)
+                return self._decode(group, (ctx, batch, lane_threads))
             finally:
                 free.put((ctx, batch))
 
@@ -442,20 +445,13 @@ class LlamaEmbedder(ClosableModel):
             )
         return tokens
 
-    def _decode(
-        self,
-        group: list[list[int]],
-        ctx: Any = None,
-        batch: Any = None,
-        threads: Threads | None = None,
-    ) -> list[list[float]]:
-        """One decode of ``group`` in ``ctx`` (the model's own by default)."""
+    def _decode(self, group: list[list[int]], lane: Lane | None = None) -> list[list[float]]:
+        """One decode of ``group`` in a lane's (context, batch, threads), the model's own by default."""
         import numpy as np
 
         lc = self._llama_cpp
-        if ctx is None:
-            ctx, batch, threads = self._llm.ctx, self._batch, self._threads
-        decode_sequences(lc, ctx, batch, group, threads or self._one_thread, "embed a batch")
+        ctx, batch, threads = lane or (self._llm.ctx, self._batch, self._threads)
+        decode_sequences(lc, ctx, batch, group, threads, "embed a batch")
         vectors = []
         for seq in range(len(group)):
             pointer = lc.llama_get_embeddings_seq(ctx, seq)

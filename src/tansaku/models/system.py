@@ -8,6 +8,7 @@ loads a model. Importing llama_cpp loads its shared library but no weights.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,8 +92,10 @@ def available_memory() -> int | None:
     return None
 
 
+@functools.cache
 def gpu_offload() -> bool:
-    """Whether the installed llama.cpp can offload layers to a GPU (False without llama-cpp-python)."""
+    """Whether the installed llama.cpp can offload layers to a GPU (False without llama-cpp-python).
+    Asked once a process: `query` asks it for every query, and the answer cannot change."""
     try:
         import llama_cpp
     except ImportError:

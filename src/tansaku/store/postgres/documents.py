@@ -358,22 +358,28 @@ def documents_with_hashes(conn: Any, hashes: Sequence[str]) -> list[StoredDocume
 
 def _positions(conn: Any, token: str, prefix: bool) -> Positions:
     """Where a token (or, for a prefix, every token it begins) occurs: {(doc, column): positions}."""
-    cache = conn.positions_cache
+    select = "SELECT doc_id, col, positions FROM postings"
+    return read_positions(conn, conn.positions_cache, select, token, prefix)
+
+
+def read_positions(
+    conn: Any, cache: dict[Any, Any] | None, select: str, token: str, prefix: bool
+) -> Positions:
+    """{(row, column): positions} of a token (or, for a prefix, of every token it begins), from
+    ``select`` (row, column and positions of a postings table with a ``term`` column), kept in
+    ``cache`` (the read block's) when there is one."""
     key = (token, prefix)
     if cache is not None and key in cache:
         return cache[key]  # type: ignore[no-any-return]
     if prefix:
-        rows = conn.execute(
-            "SELECT doc_id, col, positions FROM postings WHERE term >= %s AND term < %s",
-            (token, token + _LAST),
-        )
+        rows = conn.execute(f"{select} WHERE term >= %s AND term < %s", (token, token + _LAST))
         found: dict[tuple[int, int], list[int]] = {}
-        for doc, column, at in rows:
-            found.setdefault((int(doc), int(column)), []).extend(at)
+        for row, column, at in rows:
+            found.setdefault((int(row), int(column)), []).extend(at)
         result: Positions = {key: sorted(at) for key, at in found.items()}
     else:
-        rows = conn.execute("SELECT doc_id, col, positions FROM postings WHERE term = %s", (token,))
-        result = {(int(doc), int(column)): at for doc, column, at in rows}
+        rows = conn.execute(f"{select} WHERE term = %s", (token,))
+        result = {(int(row), int(column)): at for row, column, at in rows}
     if cache is not None:
         cache[key] = result
     return result

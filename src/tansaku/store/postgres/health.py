@@ -10,16 +10,18 @@ from .db import has_table
 
 def keyword_totals_drift(conn: Any) -> tuple[tuple[int, int], tuple[int, int]]:
     """((documents, tokens) kept by update, (documents, tokens) counted now)."""
-    kept = conn.execute("SELECT docs, tokens FROM keyword_totals").fetchone()
-    counted = conn.execute("SELECT count(*), coalesce(sum(fts_tokens), 0) FROM documents").fetchone()
-    return (int(kept[0]), int(kept[1])), (int(counted[0]), int(counted[1]))
+    return _drift(conn, "SELECT docs, tokens FROM keyword_totals", "documents")
 
 
 def turn_totals_drift(conn: Any) -> tuple[tuple[int, int], tuple[int, int]]:
     """((turns, tokens) kept by update, (turns, tokens) counted now): the N and average length
     of the transcript turns' BM25."""
-    kept = conn.execute("SELECT turns, tokens FROM turn_totals").fetchone()
-    counted = conn.execute("SELECT count(*), coalesce(sum(fts_tokens), 0) FROM transcript_turns").fetchone()
+    return _drift(conn, "SELECT turns, tokens FROM turn_totals", "transcript_turns")
+
+
+def _drift(conn: Any, kept_sql: str, table: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    kept = conn.execute(kept_sql).fetchone()
+    counted = conn.execute(f"SELECT count(*), coalesce(sum(fts_tokens), 0) FROM {table}").fetchone()
     return (int(kept[0]), int(kept[1])), (int(counted[0]), int(counted[1]))
 
 

@@ -21,8 +21,6 @@ from .expression import parse
 from .ranking import Evaluation, Positions
 from .tokens import text_positions
 
-# The highest code point: ``prefix <= term < prefix + _LAST`` is every term that starts with prefix.
-_LAST = "\U0010ffff"
 # bm25(turns_fts) with no weights: its one column weighs 1.
 _WEIGHTS = (1.0,)
 
@@ -325,25 +323,8 @@ def _cache(conn: Any) -> dict[Any, Any] | None:
 
 def _positions(conn: Any, token: str, prefix: bool) -> Positions:
     """Where a token (or, for a prefix, every token it begins) occurs: {(turn, 0): positions}."""
-    cache = _cache(conn)
-    key = (token, prefix)
-    if cache is not None and key in cache:
-        return cache[key]  # type: ignore[no-any-return]
-    if prefix:
-        rows = conn.execute(
-            "SELECT turn_id, positions FROM turn_postings WHERE term >= %s AND term < %s",
-            (token, token + _LAST),
-        )
-        found: dict[tuple[int, int], list[int]] = {}
-        for turn, at in rows:
-            found.setdefault((int(turn), 0), []).extend(at)
-        result: Positions = {key: sorted(at) for key, at in found.items()}
-    else:
-        rows = conn.execute("SELECT turn_id, positions FROM turn_postings WHERE term = %s", (token,))
-        result = {(int(turn), 0): at for turn, at in rows}
-    if cache is not None:
-        cache[key] = result
-    return result
+    select = "SELECT turn_id, 0, positions FROM turn_postings"
+    return documents.read_positions(conn, _cache(conn), select, token, prefix)
 
 
 def _evaluate(conn: Any, expression: str) -> Evaluation:
