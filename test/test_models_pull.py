@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tansaku.models.system import gpu_offload
+
 from .conftest import CliResult
 from .hf_server import HubServer, sha256, tiny_gguf
 
@@ -176,8 +178,17 @@ def test_pull_without_roles_fetches_every_missing_hf_model(
     result = run("models", "pull", "--json")
     assert result.exit_code == 0, result.stderr
     data = result.json()
-    assert sorted(p["role"] for p in data["pulled"]) == ["embed", "rerank"]
-    assert data["skipped"] == ["generate"]
+    if gpu_offload():
+        assert sorted(p["role"] for p in data["pulled"]) == ["embed", "rerank"]
+        assert data["skipped"] == ["generate"]
+    else:  # on a CPU `query` neither expands nor reranks by default: only the embed model is pulled
+        assert [p["role"] for p in data["pulled"]] == ["embed"]
+        assert [left["role"] for left in data["left_out"]] == ["generate", "rerank"]
+        assert not (model_dir / "other-org" / "rerank-GGUF" / "sub" / "rerank.gguf").exists()
+        text = run("models", "pull")
+        assert "rerank: not pulled" in text.stdout and "`tansaku models pull rerank`" in text.stdout
+        asked = run("models", "pull", "rerank", "--json").json()
+        assert [p["role"] for p in asked["pulled"]] == ["rerank"] and asked["left_out"] == []
     assert (model_dir / "other-org" / "rerank-GGUF" / "sub" / "rerank.gguf").is_file()
     assert all(m["present"] for m in run("models", "list", "--json").json()["models"])
 

@@ -322,7 +322,8 @@ def test_no_expand_and_no_rerank_load_no_model_and_warn_of_none(cli, model: Path
 @pytest.mark.usefixtures("indexed")
 def test_missing_generate_and_rerank_models_still_give_results_and_say_so(cli, model: Path) -> None:
     assert cli("embed").exit_code == 0
-    data = cli("query", "how", "do", "I", "get", "a", "deleted", "file", "back", "--expand", "--json").json()
+    asked = ("how", "do", "I", "get", "a", "deleted", "file", "back", "--expand", "--rerank", "--json")
+    data = cli("query", *asked).json()
     assert data["results"] and data["used"] == "keyword+vector"
     missing = [w["message"] for w in data["warnings"] if w["code"] == "MODEL_MISSING"]
     assert any("generate model" in m for m in missing) and any("rerank model" in m for m in missing)

@@ -128,6 +128,13 @@ class Tansaku(ContextMethods, TranscriptMethods):
             )
         return backend.path
 
+    def roles_left_out(self) -> dict[str, str]:
+        """The model roles `query` does not use by default here, each with why
+        (hybrid/model_defaults.py): what `models pull` without a role does not fetch."""
+        from .hybrid.model_defaults import roles_left_out
+
+        return roles_left_out(self.config_path, self.config().other.get("query"))
+
     def config(self) -> settings.Config:
         return settings.load(self.config_path)
 
@@ -570,7 +577,7 @@ class Tansaku(ContextMethods, TranscriptMethods):
         explain: bool = False,
         intent: str | None = None,
         expand: bool | None = None,
-        rerank: bool = True,
+        rerank: bool | None = None,
         rerank_budget: float | None = None,
         levels: dict[str, Any] | None = None,
         where: Sequence[str] = (),
@@ -579,7 +586,9 @@ class Tansaku(ContextMethods, TranscriptMethods):
         """Hybrid search (hybrid/run.py): probe, expansion, keyword and vector lists fused by
         weighted RRF, reranking within ``rerank_budget`` seconds. ``expand`` None (the default)
         expands where it pays: with a model on an endpoint or a GPU, not on a CPU, unless the
-        config's ``[query] expand`` says (hybrid/expansion_default.py).
+        config's ``[query] expand`` says (hybrid/model_defaults.py). ``rerank`` None (the default)
+        reranks with a model on an endpoint or a GPU, or on a CPU when the rerank model is on this
+        machine (a budget too short for it is then a note), unless ``[query] rerank`` says.
 
         ``query`` may be a query document (typed ``lex:``/``vec:``/``hyde:``/``intent:`` lines,
         hybrid/document.py): each line is its own list, and it is not expanded. A missing model,

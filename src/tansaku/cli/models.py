@@ -33,7 +33,9 @@ def register(commands: Any) -> None:
     )
 
     pull = sub.add_parser(
-        "pull", help="download hf: models into the models cache (default: every missing one); needs network"
+        "pull",
+        help="download hf: models into the models cache (default: the missing ones `query` uses by"
+        " default on this machine: on a CPU, the embed model); needs network",
     )
     # No `choices`: argparse would then reject an empty ROLE list; the completer offers them instead.
     roles = pull.add_argument("roles", nargs="*", metavar="ROLE", help=f"any of: {', '.join(ROLES)}")
@@ -179,10 +181,15 @@ def _pull(args: argparse.Namespace, out: Output) -> int:
     for role in args.roles:
         if role not in ROLES:
             raise UsageError(f"unknown model role {role!r}", hint=f"use one of: {', '.join(ROLES)}")
-    config_path = api_for(args).config_path
+    api = api_for(args)
+    config_path = api.config_path
     asked = list(dict.fromkeys(args.roles))
-    refs = [registry.resolve(role, config_path) for role in asked or ROLES]
-    lines: list[str] = []
+    left_out = {} if asked else api.roles_left_out()
+    refs = [registry.resolve(role, config_path) for role in asked or ROLES if role not in left_out]
+    lines = [
+        f"{role}: not pulled: {why}; `tansaku models pull {role}` fetches it"
+        for role, why in left_out.items()
+    ]
     for ref in refs:
         if ref.endpoint is not None:
             lines.append(f"{ref.role}: served by {ref.endpoint.base_url}; nothing to download")
@@ -216,6 +223,7 @@ def _pull(args: argparse.Namespace, out: Output) -> int:
         {
             "pulled": [_ref_data(r, _dims(r)) for r in pulled],
             "skipped": [r.role for r in refs if r.role not in {w.role for w in wanted}],
+            "left_out": [{"role": role, "why": why} for role, why in left_out.items()],
             "message": "\n".join(lines),
         }
     )

@@ -70,9 +70,21 @@ def register(commands: Any) -> None:
         help="do not expand the query with the generate model (no model is loaded); by default"
         " it expands with a model on an endpoint or a GPU, or as [query] expand says",
     )
-    query.add_argument(
+    reranking = query.add_mutually_exclusive_group()
+    reranking.add_argument(
+        "--rerank",
+        action="store_const",
+        const=True,
+        dest="rerank",
+        help="rerank with the rerank model, and warn when it is missing or short of time; by default"
+        " it reranks with a model on an endpoint or a GPU, or on a CPU when the model is here (a"
+        " skip for time is then a note), or as [query] rerank says",
+    )
+    reranking.add_argument(
         "--no-rerank",
-        action="store_true",
+        action="store_const",
+        const=False,
+        dest="rerank",
         help="do not rerank: results keep their fused order (no model is loaded)",
     )
     query.add_argument(
@@ -133,7 +145,7 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "intent": args.intent,
         "expand": args.expand,
-        "rerank": not args.no_rerank,
+        "rerank": args.rerank,
         "rerank_budget": args.rerank_budget,
         "levels": levels if any(levels.values()) else None,
         "where": args.where,

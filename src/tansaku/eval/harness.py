@@ -112,10 +112,11 @@ def mode_runners(api: Any, level: str | None = None) -> dict[str, ModeRunner | N
             )
         return ranked(result, collection)
 
-    # "query-expanded" and "query" measure the expansion step, so they ask for it: by default
-    # `query` does not expand on a CPU (hybrid/expansion_default.py).
+    # "query-expanded" and "query" measure the expansion step (and "query" the reranking), so
+    # they ask for them: by default `query` does neither on a CPU (hybrid/model_defaults.py).
     def hybrid(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
-        return ranked(api.query(query, collections=names(collection), limit=k, expand=True), collection)
+        result = api.query(query, collections=names(collection), limit=k, expand=True, rerank=True)
+        return ranked(result, collection)
 
     def fused(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
         result = api.query(query, collections=names(collection), limit=k, expand=False, rerank=False)

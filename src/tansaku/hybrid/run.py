@@ -58,6 +58,7 @@ class VectorBatch:
 
 # The note when the caller turned expansion off.
 EXPANSION_REFUSED = "expansion off (--no-expand)"
+RERANK_REFUSED = "reranking off (--no-rerank)"
 
 
 @dataclass(frozen=True)
@@ -73,11 +74,15 @@ class QuerySteps:
     # (hits, keyword text, intent) -> one passage per hit, for the reranker.
     passages: Callable[[Sequence[Hit], str, str | None], list[str]] | None = None
     # (rerank query, [(key, passage)], fused rank of the first) -> scores; None when reranking
-    # is off (--no-rerank).
+    # is off (asked, or by default on a CPU without a rerank model).
     rerank: Callable[[str, list[tuple[str, str]], int], Reranked] | None = None
     # (number of candidates, fused rank of the first) -> a warning when the budget cannot buy a
     # reordering at the reranker's known speed (then no passage is chosen), else None.
     rerank_room: Callable[[int, int], Notice | None] | None = None
+    # Why reranking is off, for the notes.
+    rerank_off: str = RERANK_REFUSED
+    # Reranking by default on a CPU: a budget too short for it is a note, not a warning.
+    rerank_quiet: bool = False
 
 
 @dataclass
@@ -222,7 +227,7 @@ def _rerank(
     """The fused result reordered by the blend (its ``used`` becomes "hybrid" when the reranker
     scored anything), and what the reranker did (None: it did not run)."""
     if steps.rerank is None or steps.passages is None:
-        return _with_note(fused, "reranking off (--no-rerank)"), None
+        return _with_note(fused, steps.rerank_off), None
     if not fused.hits:
         return fused, None
     # The definitions that lead a name lookup by rule keep their places: whether a page defines
@@ -237,12 +242,17 @@ def _rerank(
         from ..models.rerank import Reranked
 
         noted = _with_note(fused, f"reranking skipped: {too_short.message}")
+        if steps.rerank_quiet:
+            noted = _with_note(noted, "reranking is on by default on a CPU: --rerank makes a skip a warning")
+            return noted, Reranked([(hit.virtual_path, None) for hit in rest], [])
         skipped = Reranked([(hit.virtual_path, None) for hit in rest], [too_short])
         return replace(noted, warnings=(*fused.warnings, too_short)), skipped
     passages = steps.passages(rest, " ".join(keyword_texts), intent)
     rerank_query = f"{query} ({intent})" if intent else query
     keys = [hit.virtual_path for hit in rest]
     outcome = steps.rerank(rerank_query, list(zip(keys, passages, strict=True)), first_rank)
+    if steps.rerank_quiet:
+        fused, outcome = _time_shortfall_as_notes(fused, outcome)
     if not any(score is not None for _, score in outcome.scores):
         return replace(fused, warnings=(*fused.warnings, *outcome.warnings)), outcome
     placed = _pinned_first(fused.hits[:pinned], reorder(keys, dict(outcome.scores), first_rank))
@@ -283,6 +293,18 @@ def _rerank(
         explain=explanation,
         used="hybrid",
     ), outcome
+
+
+def _time_shortfall_as_notes(fused: SearchResult, outcome: Reranked) -> tuple[SearchResult, Reranked]:
+    """Reranking nobody asked for (on by default on a CPU) that ran out of time says so in the
+    notes; a reranker that failed still warns."""
+    from ..models.rerank import RERANK_PARTIAL
+
+    short = [w for w in outcome.warnings if w.code == RERANK_PARTIAL]
+    for notice in short:
+        fused = _with_note(fused, f"reranking (on by default on a CPU) ran short: {notice.message}")
+    kept = [w for w in outcome.warnings if w.code != RERANK_PARTIAL]
+    return fused, replace(outcome, warnings=kept)
 
 
 def _pinned_first(lead: Sequence[Hit], placed: list[Placed]) -> list[Placed]:

@@ -78,7 +78,7 @@ def query_steps(
     full: bool,
     *,
     expand: bool | None = None,
-    rerank: bool = True,
+    rerank: bool | None = None,
     budget: float | None = None,
     levels: dict[str, Any] | None = None,
     where: Sequence[str] = (),
@@ -87,13 +87,16 @@ def query_steps(
     turn and aggregated to that level on both sides, so the lists name the same units.
     ``where``: both lists keep only the documents whose front-matter fields pass (api.py leaves
     transcript collections out then). ``expand``: None chooses by ``choose_expansion`` (on
-    where it pays, off on a CPU)."""
+    where it pays, off on a CPU); ``rerank`` None by ``choose_rerank``."""
     from ..search.keyword import add_snippets, is_name_lookup
     from ..store.llm_cache import open_cache
-    from .expansion_default import choose_expansion
+    from .model_defaults import choose_expansion, choose_rerank
 
-    expansion_choice = choose_expansion(expand, index.config_path, index.config().other.get("query"))
+    query_settings = index.config().other.get("query")
+    expansion_choice = choose_expansion(expand, index.config_path, query_settings)
     expand = expansion_choice.expand
+    rerank_choice = choose_rerank(rerank, index.config_path, query_settings)
+    rerank = rerank_choice.rerank
 
     cache = open_cache(index.backend) if expand or rerank else None
 
@@ -184,6 +187,9 @@ def query_steps(
             passages=passages if rerank else None,
             rerank=reranking if rerank else None,
             rerank_room=rerank_room if rerank else None,
+            rerank_off=rerank_choice.why,
+            # A budget given with the query asks for reranking as much as --rerank does.
+            rerank_quiet=rerank_choice.quiet and budget is None,
         )
     finally:
         if cache is not None:

@@ -99,7 +99,8 @@ TOOLS: list[types.Tool] = [
             f" sub-searches (at most {MAX_SEARCHES}), lex for exact words, names and options, vec"
             " for a question in plain words, hyde for a sentence a good answer would contain."
             " Expansion runs by default only where it pays (a model on an endpoint or a GPU):"
-            " `expand` true or false decides; `no_rerank` skips the rerank model (faster)."
+            " `expand` true or false decides; reranking runs by default with a model on an endpoint"
+            " or a GPU, or with a rerank model on this machine: `rerank` true or false decides."
             " With `pack`, returns the best passages whole with citations instead of results."
         ),
         input_schema=_schema(
@@ -134,7 +135,12 @@ TOOLS: list[types.Tool] = [
                     " model on an endpoint or a GPU; on a CPU it did not pay)",
                 },
                 "no_expand": {"type": "boolean", "description": "do not expand the query (as expand: false)"},
-                "no_rerank": {"type": "boolean", "description": "do not rerank with a model"},
+                "rerank": {
+                    "type": "boolean",
+                    "description": "rerank with the rerank model, warning when it cannot (default: with"
+                    " a model on an endpoint or a GPU, or on a CPU when the model is here, quietly)",
+                },
+                "no_rerank": {"type": "boolean", "description": "do not rerank (as rerank: false)"},
                 "rerank_budget": {
                     "type": "number",
                     "minimum": 0,

@@ -173,10 +173,19 @@ def _levels(f: Fields) -> dict[str, Any]:
 def _expand(f: Fields) -> bool | None:
     """``expand`` (true or false) or the older ``no_expand``; neither: the API's default (on
     where it pays, off on a CPU). Both, disagreeing, is refused."""
-    asked = f.flag("expand") if "expand" in f.values else None
-    refused = f.flag("no_expand") if "no_expand" in f.values else None
+    return _on_or_off(f, "expand")
+
+
+def _rerank(f: Fields) -> bool | None:
+    """``rerank`` (true or false) or the older ``no_rerank``; neither: the API's default."""
+    return _on_or_off(f, "rerank")
+
+
+def _on_or_off(f: Fields, name: str) -> bool | None:
+    asked = f.flag(name) if name in f.values else None
+    refused = f.flag(f"no_{name}") if f"no_{name}" in f.values else None
     if asked is not None and refused is not None and asked == refused:
-        raise UsageError("give `expand` or `no_expand`, not both with opposite meanings")
+        raise UsageError(f"give `{name}` or `no_{name}`, not both with opposite meanings")
     if asked is not None:
         return asked
     return None if refused is None else not refused
@@ -250,7 +259,7 @@ def _query(api: Tansaku, f: Fields) -> Any:
         "levels": levels if any(levels.values()) else None,  # as the CLI passes them
         "intent": f.text("intent"),
         "expand": _expand(f),
-        "rerank": not f.flag("no_rerank"),
+        "rerank": _rerank(f),
         "rerank_budget": f.number("rerank_budget", low=0, high=MAX_RERANK_BUDGET_S),
         "where": f.texts("where"),
         **_optional(
@@ -328,7 +337,8 @@ OPERATIONS: dict[str, Operation] = {
         frozenset(
             _RESULT_FIELDS
             | _TRANSCRIPT_FIELDS
-            | {"searches", "candidate_limit", "intent", "expand", "no_expand", "no_rerank", "rerank_budget"}
+            | {"searches", "candidate_limit", "intent", "expand", "no_expand"}
+            | {"rerank", "no_rerank", "rerank_budget"}
             | {"explain", "pack", "max_items", "max_bytes"}
         ),
         False,

@@ -1,6 +1,7 @@
-"""Expansion by default only where it pays: off on a CPU, on for an endpoint or a GPU (issue 24).
+"""Expansion and reranking by default only where they pay: on for an endpoint or a GPU; on a CPU
+expansion off, reranking only with its model here and a skip for time a note (issue 24).
 
-The rule is hybrid/expansion_default.py; the figures behind it are in docs/models.md."""
+The rule is hybrid/model_defaults.py; the figures behind it are in docs/models.md."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tansaku.errors import ConfigInvalid, UsageError
-from tansaku.hybrid.expansion_default import choose_expansion
+from tansaku.hybrid.model_defaults import choose_expansion, choose_rerank
 from tansaku.models.system import gpu_offload
-from tansaku.serve.requests import OPERATIONS, Fields, _expand
+from tansaku.serve.requests import OPERATIONS, Fields, _expand, _rerank
 
 from .gemma_fixture import gemma_gguf, requires_gemma
 from .models_fixture import requires_minilm
@@ -121,5 +122,81 @@ def test_the_config_can_turn_it_on_and_a_bad_value_is_refused(
 
 def test_expand_and_no_expand_together_are_a_usage_error(cli) -> None:
     result = cli("query", "x", "--expand", "--no-expand")
+    assert result.exit_code == 2
+    assert "not allowed with argument" in result.stderr
+
+
+def test_on_a_cpu_reranking_needs_its_model_here_and_is_then_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "index.toml"
+    monkeypatch.setenv("TANSAKU_RERANK_MODEL", str(tmp_path / "absent.gguf"))
+    absent = choose_rerank(None, config, None, gpu=lambda: False)
+    assert not absent.rerank and "no rerank model on this machine" in absent.why
+    present = tmp_path / "reranker.gguf"
+    present.write_bytes(b"GGUF")
+    monkeypatch.setenv("TANSAKU_RERANK_MODEL", str(present))
+    here = choose_rerank(None, config, None, gpu=lambda: False)
+    assert here.rerank and here.quiet
+    # Asked for, by the flag or the config, a shortfall warns; a GPU or an endpoint reranks loudly.
+    assert not choose_rerank(True, config, None, gpu=lambda: False).quiet
+    assert not choose_rerank(None, config, {"rerank": True}, gpu=lambda: False).quiet
+    monkeypatch.setenv("TANSAKU_RERANK_MODEL", str(tmp_path / "absent.gguf"))
+    on_gpu = choose_rerank(None, config, None, gpu=lambda: True)
+    assert on_gpu.rerank and not on_gpu.quiet
+    calls: list[str] = []
+    monkeypatch.setenv("TANSAKU_RERANK_MODEL", ENDPOINT)
+    assert choose_rerank(None, config, None, gpu=_never(calls)).rerank and calls == []
+    off = choose_rerank(None, config, {"rerank": False}, gpu=_never(calls))
+    assert not off.rerank and str(config) in off.why
+    with pytest.raises(ConfigInvalid, match=r"\[query\] rerank must be true, false or \"auto\""):
+        choose_rerank(None, config, {"rerank": 2}, gpu=lambda: False)
+
+
+def test_requests_take_rerank_or_the_older_no_rerank_and_refuse_both_disagreeing() -> None:
+    assert _rerank(_fields({"query": "q"})) is None
+    assert _rerank(_fields({"query": "q", "rerank": True})) is True
+    assert _rerank(_fields({"query": "q", "no_rerank": True})) is False
+    with pytest.raises(UsageError, match="not both"):
+        _rerank(_fields({"query": "q", "rerank": False, "no_rerank": False}))
+
+
+@requires_minilm
+@pytest.mark.skipif(gpu_offload(), reason="this llama.cpp offloads to a GPU: reranking is on by default")
+@pytest.mark.usefixtures("indexed")
+def test_a_default_query_without_a_rerank_model_notes_it_instead_of_warning(
+    cli, model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TANSAKU_RERANK_MODEL", str(tmp_path / "absent.gguf"))
+    assert cli("embed").exit_code == 0
+    default = cli("query", *QUESTION, "--json", "--explain").json()
+    assert default["results"] and "MODEL_MISSING" not in [w["code"] for w in default["warnings"]]
+    assert any("no rerank model on this machine" in n for n in default["explain"]["notes"])
+    asked = cli("query", *QUESTION, "--json", "--rerank").json()
+    assert any("rerank model" in w["message"] for w in asked["warnings"] if w["code"] == "MODEL_MISSING")
+
+
+@requires_minilm
+@requires_gemma
+@pytest.mark.skipif(gpu_offload(), reason="this llama.cpp offloads to a GPU: reranking is on by default")
+@pytest.mark.usefixtures("indexed")
+def test_a_default_rerank_short_of_time_is_a_note_and_an_asked_one_a_warning(
+    cli, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TANSAKU_RERANK_MODEL", str(gemma_gguf()))
+    monkeypatch.setenv("TANSAKU_RERANK_BUDGET", "0")
+    assert cli("embed").exit_code == 0
+    words = ["restore", "snapshots", "from", "the", "backup"]
+    fused = cli("query", *words, "--json", "--no-rerank").json()
+    default = cli("query", *words, "--json", "--explain").json()
+    assert "RERANK_PARTIAL" not in [w["code"] for w in default["warnings"]]
+    assert any("ran short" in n or "reranking skipped" in n for n in default["explain"]["notes"])
+    assert [h["path"] for h in default["results"]] == [h["path"] for h in fused["results"]]
+    asked = cli("query", *words, "--json", "--rerank").json()
+    assert "RERANK_PARTIAL" in [w["code"] for w in asked["warnings"]]
+
+
+def test_rerank_and_no_rerank_together_are_a_usage_error(cli) -> None:
+    result = cli("query", "x", "--rerank", "--no-rerank")
     assert result.exit_code == 2
     assert "not allowed with argument" in result.stderr
