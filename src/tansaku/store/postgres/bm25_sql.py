@@ -236,13 +236,14 @@ def ranked(
     restrict: Sequence[int] | None,
     idf_values: Sequence[float],
     totals: tuple[int, int],
+    more: str = "",
 ) -> Sql:
-    """``SELECT id, score FROM ... WHERE ...``: the rows the expression matches (among
+    """``SELECT id, score[, more] FROM ... WHERE ...``: the rows the expression matches (among
     ``restrict``) with their bm25; the row's table is ``r``, for the caller's conditions and order."""
     bm25 = score(expression, idf_values, totals[0], totals[1], "r.fts_tokens")
     return (
         Sql()
-        .add(f"SELECT h.id AS id, {bm25} AS score FROM (")
+        .add(f"SELECT h.id AS id, {bm25} AS score{', ' + more if more else ''} FROM (")
         .extend(hits(table, expression, weights, restrict))
         .add(f") AS h JOIN {table.rows} AS r ON r.id = h.id WHERE {matches(expression)}")
     )

@@ -371,11 +371,11 @@ def _totals(conn: Any) -> tuple[int, int]:
 
 
 def _ranked(
-    conn: Any, parsed: Expression, weights: Sequence[float], restrict: Sequence[int] | None
+    conn: Any, parsed: Expression, weights: Sequence[float], restrict: Sequence[int] | None, more: str = ""
 ) -> bm25_sql.Sql:
     totals = _totals(conn)
     idfs = bm25_sql.idfs(conn, DOCUMENT_POSTINGS, parsed, totals[0], conn.positions_cache)
-    return bm25_sql.ranked(DOCUMENT_POSTINGS, parsed, weights, restrict, idfs, totals)
+    return bm25_sql.ranked(DOCUMENT_POSTINGS, parsed, weights, restrict, idfs, totals, more)
 
 
 def _scoped(sql: bm25_sql.Sql, collection: str | None, where: DocumentFilter | None) -> bm25_sql.Sql:
@@ -402,16 +402,27 @@ def keyword_search(
 ) -> list[tuple[int, float]]:
     """(document id, raw bm25) best first, ordered as the SQLite path orders them (ties by id for
     the whole index, by path within a collection: COLLATE "C", SQLite's BINARY order)."""
-    sql = _scoped(_ranked(conn, parse(expression), weights, None), collection, where)
+    # How many match comes with the rows (counted before the limit): search asks keyword_count
+    # next when the limit is reached, and this spares it a statement.
+    ranked = _ranked(conn, parse(expression), weights, None, "count(*) OVER () AS matched")
+    sql = _scoped(ranked, collection, where)
     sql.add(" ORDER BY score, " + ("h.id" if collection is None else "r.path"))
     if limit is not None:
         sql.add(" LIMIT %s", limit)
-    return [(int(doc), float(score)) for doc, score in conn.execute(sql.sql, sql.params)]
+    rows = conn.execute(sql.sql, sql.params).fetchall()
+    cache = conn.positions_cache
+    if cache is not None:
+        cache[("matched", expression, collection, where)] = int(rows[0][2]) if rows else 0
+    return [(int(doc), float(score)) for doc, score, _ in rows]
 
 
 def keyword_count(
     conn: Any, expression: str, collection: str | None, where: DocumentFilter | None = None
 ) -> int:
+    cache = conn.positions_cache
+    key = ("matched", expression, collection, where)
+    if cache is not None and key in cache:
+        return cache[key]  # type: ignore[no-any-return]
     if collection is None and where is None:
         return phrase_frequency(conn, expression)
     matched = bm25_sql.matching(DOCUMENT_POSTINGS, parse(expression), None)
@@ -421,8 +432,15 @@ def keyword_count(
 
 
 def sole_collection(conn: Any) -> str | None:
+    """The index's one collection (None: none or several); read once per read block."""
+    cache = conn.positions_cache
+    if cache is not None and "sole collection" in cache:
+        return cache["sole collection"]  # type: ignore[no-any-return]
     rows = conn.execute("SELECT name FROM collection_state LIMIT 2").fetchall()
-    return rows[0][0] if len(rows) == 1 else None
+    sole = rows[0][0] if len(rows) == 1 else None
+    if cache is not None:
+        cache["sole collection"] = sole
+    return sole
 
 
 def document_total(conn: Any) -> int:
