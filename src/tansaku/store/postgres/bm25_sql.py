@@ -1,11 +1,13 @@
 """FTS5 expressions matched and scored inside PostgreSQL, as ranking.py scores them in Python.
 
-ranking.py reads every phrase's positions into Python and scores there: a word in half of 10,000
-documents is 5,000 rows of position arrays per expression, which is where the seconds of the p95
-went. Here an expression becomes one statement: per phrase, its weighted frequency per row (an
-aggregate over a postings table; a multi-word phrase checks its positions in SQL), the rows the
-expression's tree matches, and each row's bm25 with ranking.py's definitions (which phrases count
-where, FTS5's formula), so only the rows asked for (the top of the ranking, a count) come back.
+Search used to read every phrase's positions into Python and score them there (ranking.py): a
+word in half of 10,000 documents was 5,000 rows of position arrays per expression, which is where
+the seconds of the p95 went. Here an expression becomes one statement: per phrase, its weighted
+frequency per row (an aggregate over a postings table; a phrase of several words has its
+positions checked in SQL), the rows the expression's tree matches, and each row's bm25 with
+ranking.py's definitions (which phrases count where, FTS5's formula), so only the rows asked for
+(the top of the ranking, a count) come back. ranking.py stays the reference in Python that
+test_postgres_ranking.py checks against FTS5 without a server.
 
 Exactness: the arithmetic is ranking.py's, operation by operation, on float8 (IEEE doubles, as
 Python's floats): the same inputs give the same doubles, so both backends break ties alike. The
