@@ -22,8 +22,10 @@ from tansaku.fields.where import parse_where
 from tansaku.store import db
 from tansaku.store import documents as sqlite_store
 from tansaku.store.fields import document_filter
+from tansaku.store.postgres import bm25_sql
 from tansaku.store.postgres import documents as pg_store
 from tansaku.store.postgres.backend import PostgresBackend
+from tansaku.store.postgres.expression import parse
 
 from .conftest import REPO, CliResult
 from .postgres_fixture import requires_postgres
@@ -124,3 +126,26 @@ def test_the_where_filter_applies_inside_the_scoring_statement(both: Any) -> Non
             sqlite, expression, None, where
         )
     assert kept > 5
+
+
+def test_the_idfs_computed_here_score_as_the_servers(both: Any) -> None:
+    """The way taken when the server's ``ln`` differs from math.log in the last bit (another
+    libm): statistics read first, IDFs computed here, then scored; the same as FTS5 too."""
+    sqlite, postgres = both
+    ids = [row[0] for row in sqlite.execute("SELECT id FROM documents ORDER BY id")]
+    compared = 0
+    for expression in HARD:
+        expected = sqlite_store.phrase_bm25(sqlite, expression, ids, sqlite_store.BM25_WEIGHTS)
+        rows = bm25_sql.run_ranked(
+            postgres,
+            bm25_sql.DOCUMENT_POSTINGS,
+            parse(expression),
+            sqlite_store.BM25_WEIGHTS,
+            None,
+            None,
+            lambda sql: sql,
+            server_idf=False,
+        )
+        assert {int(row[0]): float(row[1]) for row in rows} == expected, expression
+        compared += len(expected)
+    assert compared > 100

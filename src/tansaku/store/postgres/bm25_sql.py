@@ -20,7 +20,7 @@ multiples of 0.5 and the counts small integers.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,10 +41,15 @@ class PostingsTable:
     column: str
     rows: str  # the table of rows, with ``id`` and ``fts_tokens``
     term_stats: str | None  # a table of each term's document frequency, kept by update
+    totals: str  # the rows and tokens of the whole table, as one row
 
 
-DOCUMENT_POSTINGS = PostingsTable("postings", "doc_id", "col", "documents", "term_stats")
-TURN_POSTINGS = PostingsTable("turn_postings", "turn_id", "0", "transcript_turns", None)
+DOCUMENT_POSTINGS = PostingsTable(
+    "postings", "doc_id", "col", "documents", "term_stats", "SELECT docs, tokens FROM keyword_totals"
+)
+TURN_POSTINGS = PostingsTable(
+    "turn_postings", "turn_id", "0", "transcript_turns", None, "SELECT turns, tokens FROM turn_totals"
+)
 
 
 @dataclass
@@ -201,22 +206,23 @@ def hits(
 
 
 def idf(n_rows: int, n_hit: int) -> float:
-    value = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
+    ratio = (n_rows - n_hit + 0.5) / (n_hit + 0.5)
+    value = math.log(ratio) if ratio > 0.0 else 0.0  # not positive only if the statistics drifted
     return value if value > 0.0 else IDF_CLAMP
 
 
-def score(expression: Expression, idfs: Sequence[float], n_rows: int, n_tokens: int, length: str) -> str:
-    """The SQL of a matching row's bm25 (``length``: its token count), ranking.py's Evaluation.bm25
-    term by term: ``-1.0 * (0.0 + part_0 + part_1 ...)`` in phrase order."""
-    avgdl = float(n_tokens) / float(n_rows) if n_rows else 1.0
-    norm = f"({_float(K1)} * ({_float(1 - B)} + {_float(B)} * {length}::float8 / {_float(avgdl)}))"
+def score(expression: Expression, idfs: Sequence[str], avgdl: str, length: str) -> str:
+    """The SQL of a matching row's bm25 (``length``: its token count; ``idfs`` and ``avgdl`` SQL
+    expressions), ranking.py's Evaluation.bm25 term by term: ``-1.0 * (0.0 + part_0 + ...)`` in
+    phrase order."""
+    norm = f"({_float(K1)} * ({_float(1 - B)} + {_float(B)} * {length}::float8 / {avgdl}))"
     parts = [_float(0.0)]
     active = _active(expression)
     for phrase in expression.phrases:
         if phrase.number not in active:
             continue  # never counts: ranking.py adds idf * 0 / (...), that is +0.0
         f = f"h.f{phrase.number}"
-        part = f"{_float(idfs[phrase.number])} * (({f} * {_float(K1 + 1.0)}) / ({f} + {norm}))"
+        part = f"{idfs[phrase.number]} * (({f} * {_float(K1 + 1.0)}) / ({f} + {norm}))"
         conditions = active[phrase.number]
         if conditions:
             part = f"CASE WHEN {' AND '.join(conditions)} THEN {part} ELSE {_float(0.0)} END"
@@ -241,14 +247,115 @@ def ranked(
     more: str = "",
 ) -> Sql:
     """``SELECT id, score[, more] FROM ... WHERE ...``: the rows the expression matches (among
-    ``restrict``) with their bm25; the row's table is ``r``, for the caller's conditions and order."""
-    bm25 = score(expression, idf_values, totals[0], totals[1], "r.fts_tokens")
+    ``restrict``) with their bm25 from these IDFs and totals (computed here); the row's table is
+    ``r``, for the caller's conditions and order."""
+    n_rows, n_tokens = totals
+    avgdl = float(n_tokens) / float(n_rows) if n_rows else 1.0
+    bm25 = score(expression, [_float(v) for v in idf_values], _float(avgdl), "r.fts_tokens")
     return (
         Sql()
         .add(f"SELECT h.id AS id, {bm25} AS score{', ' + more if more else ''} FROM (")
         .extend(hits(table, expression, weights, restrict))
         .add(f") AS h JOIN {table.rows} AS r ON r.id = h.id WHERE {matches(expression)}")
     )
+
+
+def _counted(table: PostingsTable, phrase: Phrase, known: int | None, restrict: Sequence[int] | None) -> Sql:
+    """SQL of how many rows of the whole table the phrase occurs in."""
+    if known is not None:
+        return Sql().add(str(int(known)))
+    if restrict is None:
+        return Sql().add(f"(SELECT count(f{phrase.number}) FROM h)")  # h holds every row it is in
+    if table.term_stats is not None and _one_word(phrase):
+        df = f"coalesce((SELECT df FROM {table.term_stats} WHERE term = %s), 0)"
+        return Sql().add(df, phrase.tokens[0])
+    return Sql().add("(SELECT count(*) FROM (").extend(phrase_rows(table, phrase, (), None)).add(") AS p)")
+
+
+def ranked_in_server(
+    table: PostingsTable,
+    expression: Expression,
+    weights: Sequence[float],
+    restrict: Sequence[int] | None,
+    known: Sequence[int | None],
+    more: str = "",
+) -> Sql:
+    """As :func:`ranked`, with the statistics read and the IDFs computed in the same statement
+    (``known``: each phrase's n where the read block knows it). Each row ends with what the
+    server used: the table's rows and tokens, each phrase's n, each phrase's IDF."""
+    phrases = expression.phrases
+    stats = Sql().add("SELECT t.n_rows, t.n_tokens")
+    for phrase in phrases:
+        counted = _counted(table, phrase, known[phrase.number], restrict)
+        stats.add(", ").extend(counted).add(f" AS n{phrase.number}")
+    stats.add(f" FROM ({table.totals}) AS t(n_rows, n_tokens)")
+    half = _float(0.5)
+    ratios = ", ".join(
+        f"((s.n_rows - s.n{p.number})::float8 + {half}) / (s.n{p.number}::float8 + {half}) AS x{p.number}"
+        for p in phrases
+    )
+    logs = ", ".join(
+        f"CASE WHEN x.x{p.number} > 0 AND ln(x.x{p.number}) > 0 THEN ln(x.x{p.number})"
+        f" ELSE {_float(IDF_CLAMP)} END AS idf{p.number}"
+        for p in phrases
+    )
+    avgdl = f"CASE WHEN x.n_rows > 0 THEN x.n_tokens::float8 / x.n_rows::float8 ELSE {_float(1.0)} END"
+    bm25 = score(expression, [f"i.idf{p.number}" for p in phrases], "i.avgdl", "r.fts_tokens")
+    numbers = [p.number for p in phrases]
+    used = ", ".join(
+        ["i.n_rows", "i.n_tokens", *(f"i.n{n}" for n in numbers), *(f"i.idf{n}" for n in numbers)]
+    )
+    return (
+        Sql()
+        .add("WITH h AS (")
+        .extend(hits(table, expression, weights, restrict))
+        .add("), s AS (")
+        .extend(stats)
+        .add(f"), x AS (SELECT s.*, {ratios} FROM s), i AS (SELECT x.*, {logs}, {avgdl} AS avgdl FROM x)")
+        .add(f" SELECT h.id AS id, {bm25} AS score{', ' + more if more else ''}, {used}")
+        .add(f" FROM h JOIN {table.rows} AS r ON r.id = h.id CROSS JOIN i WHERE {matches(expression)}")
+    )
+
+
+def run_ranked(
+    conn: Any,
+    table: PostingsTable,
+    expression: Expression,
+    weights: Sequence[float],
+    restrict: Sequence[int] | None,
+    cache: dict[Any, Any] | None,
+    finish: Callable[[Sql], Sql],
+    more: str = "",
+    server_idf: bool = True,
+) -> list[tuple[Any, ...]]:
+    """The rows of :func:`ranked` (``finish`` adds the caller's conditions, order and limit) in one
+    round trip: the server computes the IDFs with its ``ln``, and they are checked against
+    ``math.log`` here (FTS5's, as ranking.py computes them); where one differs in the last bit (a
+    server with another libm), the rows are scored again with the IDFs computed here, so the
+    scores are always FTS5's. ``server_idf=False`` goes that second way at once."""
+    phrases = expression.phrases
+    known = [cache.get(_frequency_key(table, p)) if cache is not None else None for p in phrases]
+    if server_idf:
+        sql = finish(ranked_in_server(table, expression, weights, restrict, known, more))
+        rows = conn.execute(sql.sql, sql.params).fetchall()
+        if not rows:
+            return []
+        width = len(rows[0]) - 2 - 2 * len(phrases)
+        n_rows, n_tokens, *rest = rows[0][width:]
+        counts, used = [int(n) for n in rest[: len(phrases)]], rest[len(phrases) :]
+        if cache is not None:
+            for phrase, n in zip(phrases, counts, strict=True):
+                cache[_frequency_key(table, phrase)] = n
+        if all(idf(int(n_rows), n) == float(u) for n, u in zip(counts, used, strict=True)):
+            return [tuple(row[:width]) for row in rows]
+        totals = int(n_rows), int(n_tokens)
+    else:
+        row = conn.execute(table.totals).fetchone()
+        totals = int(row[0]), int(row[1])
+        counts = phrase_frequencies(conn, table, phrases, cache)
+    idf_values = [idf(totals[0], n) for n in counts]
+    sql = finish(ranked(table, expression, weights, restrict, idf_values, totals, more))
+    return [tuple(row) for row in conn.execute(sql.sql, sql.params)]
 
 
 def matching(table: PostingsTable, expression: Expression, restrict: Sequence[int] | None) -> Sql:
@@ -261,6 +368,10 @@ def matching(table: PostingsTable, expression: Expression, restrict: Sequence[in
     )
 
 
+def _frequency_key(table: PostingsTable, phrase: Phrase) -> tuple[Any, ...]:
+    return ("n", table.name, phrase.tokens, phrase.prefix, phrase.columns)
+
+
 def _one_word(phrase: Phrase) -> bool:
     return len(phrase.tokens) == 1 and not phrase.prefix and phrase.columns is None
 
@@ -271,7 +382,7 @@ def phrase_frequencies(
     """For each phrase, how many rows of the whole table it occurs in (FTS5's n for its IDF), in
     one statement for those ``cache`` (the read block's) does not know yet. One word's comes from
     the table's term statistics where it has them (a common word's postings are many)."""
-    keys = [("n", table.name, p.tokens, p.prefix, p.columns) for p in phrases]
+    keys = [_frequency_key(table, p) for p in phrases]
     known: dict[Any, int] = {} if cache is None else cache
     missing = [(key, phrase) for key, phrase in zip(keys, phrases, strict=True) if key not in known]
     if missing:

@@ -9,7 +9,7 @@ Keyword search takes the FTS5 expressions search/query.py writes and answers the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..documents import BM25_WEIGHTS, FtsText, StoredDocument
@@ -371,11 +371,17 @@ def _totals(conn: Any) -> tuple[int, int]:
 
 
 def _ranked(
-    conn: Any, parsed: Expression, weights: Sequence[float], restrict: Sequence[int] | None, more: str = ""
-) -> bm25_sql.Sql:
-    totals = _totals(conn)
-    idfs = bm25_sql.idfs(conn, DOCUMENT_POSTINGS, parsed, totals[0], conn.positions_cache)
-    return bm25_sql.ranked(DOCUMENT_POSTINGS, parsed, weights, restrict, idfs, totals, more)
+    conn: Any,
+    parsed: Expression,
+    weights: Sequence[float],
+    restrict: Sequence[int] | None,
+    finish: Callable[[bm25_sql.Sql], bm25_sql.Sql] = lambda sql: sql,
+    more: str = "",
+) -> list[tuple[Any, ...]]:
+    """(id, score[, more]) of the documents the expression matches, in one statement (bm25_sql.py)."""
+    return bm25_sql.run_ranked(
+        conn, DOCUMENT_POSTINGS, parsed, weights, restrict, conn.positions_cache, finish, more
+    )
 
 
 def _scoped(sql: bm25_sql.Sql, collection: str | None, where: DocumentFilter | None) -> bm25_sql.Sql:
@@ -402,18 +408,19 @@ def keyword_search(
 ) -> list[tuple[int, float]]:
     """(document id, raw bm25) best first, ordered as the SQLite path orders them (ties by id for
     the whole index, by path within a collection: COLLATE "C", SQLite's BINARY order)."""
+
     # How many match comes with the rows (counted before the limit): search asks keyword_count
     # next when the limit is reached, and this spares it a statement.
-    ranked = _ranked(conn, parse(expression), weights, None, "count(*) OVER () AS matched")
-    sql = _scoped(ranked, collection, where)
-    sql.add(" ORDER BY score, " + ("h.id" if collection is None else "r.path"))
-    if limit is not None:
-        sql.add(" LIMIT %s", limit)
-    rows = conn.execute(sql.sql, sql.params).fetchall()
+    def finish(sql: bm25_sql.Sql) -> bm25_sql.Sql:
+        sql = _scoped(sql, collection, where)
+        sql.add(" ORDER BY score, " + ("h.id" if collection is None else "r.path"))
+        return sql if limit is None else sql.add(" LIMIT %s", limit)
+
+    rows = _ranked(conn, parse(expression), weights, None, finish, "count(*) OVER () AS matched")
     cache = conn.positions_cache
     if cache is not None:
         cache[("matched", expression, collection, where)] = int(rows[0][2]) if rows else 0
-    return [(int(doc), float(score)) for doc, score, _ in rows]
+    return [(int(row[0]), float(row[1])) for row in rows]
 
 
 def keyword_count(
@@ -493,8 +500,8 @@ def phrase_bm25(
 ) -> dict[int, float]:
     if not ids:
         return {}
-    sql = _ranked(conn, parse(expression), weights, sorted(set(ids)))
-    return {int(doc): float(score) for doc, score in conn.execute(sql.sql, sql.params)}
+    rows = _ranked(conn, parse(expression), weights, sorted(set(ids)))
+    return {int(row[0]): float(row[1]) for row in rows}
 
 
 def term_statistics(conn: Any) -> Counter[str]:

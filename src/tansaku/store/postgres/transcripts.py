@@ -361,8 +361,10 @@ def turn_phrase_bm25(conn: Any, expression: str, ids: Sequence[int]) -> dict[int
     """Raw bm25 of one phrase for these turns (absent: the turn does not contain it)."""
     if not ids:
         return {}
-    sql = _ranked(conn, expression, sorted(set(ids)))
-    return {int(turn): float(score) for turn, score in conn.execute(sql.sql, sql.params)}
+    rows = bm25_sql.run_ranked(
+        conn, TURN_POSTINGS, parse(expression), _WEIGHTS, sorted(set(ids)), _cache(conn), lambda sql: sql
+    )
+    return {int(row[0]): float(row[1]) for row in rows}
 
 
 def search_groups(
