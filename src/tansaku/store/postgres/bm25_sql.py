@@ -343,15 +343,15 @@ def run_ranked(
         width = len(rows[0]) - 2 - 2 * len(phrases)
         n_rows, n_tokens, *rest = rows[0][width:]
         counts, used = [int(n) for n in rest[: len(phrases)]], rest[len(phrases) :]
+        totals = int(n_rows), int(n_tokens)
         if cache is not None:
+            cache[("totals", table.name)] = totals
             for phrase, n in zip(phrases, counts, strict=True):
                 cache[_frequency_key(table, phrase)] = n
-        if all(idf(int(n_rows), n) == float(u) for n, u in zip(counts, used, strict=True)):
+        if all(idf(totals[0], n) == float(u) for n, u in zip(counts, used, strict=True)):
             return [tuple(row[:width]) for row in rows]
-        totals = int(n_rows), int(n_tokens)
     else:
-        row = conn.execute(table.totals).fetchone()
-        totals = int(row[0]), int(row[1])
+        totals = table_totals(conn, table, cache)
         counts = phrase_frequencies(conn, table, phrases, cache)
     idf_values = [idf(totals[0], n) for n in counts]
     sql = finish(ranked(table, expression, weights, restrict, idf_values, totals, more))
@@ -366,6 +366,18 @@ def matching(table: PostingsTable, expression: Expression, restrict: Sequence[in
         .extend(hits(table, expression, (), restrict))
         .add(f") AS h WHERE {matches(expression)}")
     )
+
+
+def table_totals(conn: Any, table: PostingsTable, cache: dict[Any, Any] | None) -> tuple[int, int]:
+    """(rows, tokens) of the whole table; read once per read block (``cache``)."""
+    key = ("totals", table.name)
+    if cache is not None and key in cache:
+        return cache[key]  # type: ignore[no-any-return]
+    row = conn.execute(table.totals).fetchone()
+    totals = int(row[0]), int(row[1])
+    if cache is not None:
+        cache[key] = totals
+    return totals
 
 
 def _frequency_key(table: PostingsTable, phrase: Phrase) -> tuple[Any, ...]:

@@ -359,15 +359,8 @@ def documents_with_hashes(conn: Any, hashes: Sequence[str]) -> list[StoredDocume
 
 
 def _totals(conn: Any) -> tuple[int, int]:
-    """(documents, tokens) of the index; read once per read block."""
-    cache = conn.positions_cache
-    if cache is not None and "totals" in cache:
-        return cache["totals"]  # type: ignore[no-any-return]
-    docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_totals").fetchone()
-    totals = int(docs), int(tokens)
-    if cache is not None:
-        cache["totals"] = totals
-    return totals
+    """(documents, tokens) of the index; read once per read block (a scoring statement reads them)."""
+    return bm25_sql.table_totals(conn, DOCUMENT_POSTINGS, conn.positions_cache)
 
 
 def _ranked(

@@ -323,14 +323,7 @@ def _cache(conn: Any) -> dict[Any, Any] | None:
 
 def _totals(conn: Any) -> tuple[int, int]:
     """(turns, tokens) of the turn index; read once per read block."""
-    cache = _cache(conn)
-    if cache is not None and "totals" in cache:
-        return cache["totals"]  # type: ignore[no-any-return]
-    turns, tokens = conn.execute("SELECT turns, tokens FROM turn_totals").fetchone()
-    totals = int(turns), int(tokens)
-    if cache is not None:
-        cache["totals"] = totals
-    return totals
+    return bm25_sql.table_totals(conn, TURN_POSTINGS, _cache(conn))
 
 
 def _ranked(conn: Any, expression: str, restrict: Sequence[int] | None) -> bm25_sql.Sql:
