@@ -332,10 +332,17 @@ def run_ranked(
     round trip: the server computes the IDFs with its ``ln``, and they are checked against
     ``math.log`` here (FTS5's, as ranking.py computes them); where one differs in the last bit (a
     server with another libm), the rows are scored again with the IDFs computed here, so the
-    scores are always FTS5's. ``server_idf=False`` goes that second way at once."""
+    scores are always FTS5's. ``server_idf=False`` goes that second way at once. Where the read
+    block knows the totals and every phrase's n already, the IDFs are computed here and the
+    statement is the plain one."""
     phrases = expression.phrases
     known = [cache.get(_frequency_key(table, p)) if cache is not None else None for p in phrases]
-    if server_idf:
+    _remember_words(table, phrases, cache)
+    totals = None if cache is None else cache.get(("totals", table.name))
+    if totals is not None and all(n is not None for n in known):
+        # Everything the IDFs need is known: computed here, the statement is the plain one.
+        counts = [int(n) for n in known if n is not None]
+    elif server_idf:
         sql = finish(ranked_in_server(table, expression, weights, restrict, known, more))
         rows = conn.execute(sql.sql, sql.params).fetchall()
         if not rows:
@@ -388,6 +395,24 @@ def _one_word(phrase: Phrase) -> bool:
     return len(phrase.tokens) == 1 and not phrase.prefix and phrase.columns is None
 
 
+def _pending(table: PostingsTable, cache: dict[Any, Any] | None) -> dict[Any, Phrase]:
+    """The one-word phrases of the read block's expressions whose frequency is not known yet
+    (only where term statistics make them cheap to read together)."""
+    if cache is None or table.term_stats is None:
+        return {}
+    return cache.setdefault(("pending words", table.name), {})  # type: ignore[no-any-return]
+
+
+def _remember_words(table: PostingsTable, phrases: Sequence[Phrase], cache: dict[Any, Any] | None) -> None:
+    pending = _pending(table, cache)
+    if cache is None or table.term_stats is None:
+        return
+    for phrase in phrases:
+        key = _frequency_key(table, phrase)
+        if _one_word(phrase) and key not in cache:
+            pending[key] = phrase
+
+
 def phrase_frequencies(
     conn: Any, table: PostingsTable, phrases: Sequence[Phrase], cache: dict[Any, Any] | None
 ) -> list[int]:
@@ -398,6 +423,11 @@ def phrase_frequencies(
     known: dict[Any, int] = {} if cache is None else cache
     missing = [(key, phrase) for key, phrase in zip(keys, phrases, strict=True) if key not in known]
     if missing:
+        # The words of the read block's other expressions come along: a search asks for its
+        # words' frequencies one expression at a time, each a round trip otherwise.
+        pending = _pending(table, cache)
+        missing += [(key, phrase) for key, phrase in pending.items() if key not in known]
+        pending.clear()
         unique = list(dict((key, phrase) for key, phrase in missing).items())
         sql = Sql().add("SELECT ")
         for i, (_, phrase) in enumerate(unique):
