@@ -11,10 +11,12 @@ test_postgres_ranking.py checks against FTS5 without a server.
 
 Exactness: the arithmetic is ranking.py's, operation by operation, on float8 (IEEE doubles, as
 Python's floats): the same inputs give the same doubles, so both backends break ties alike. The
-IDFs are computed in Python (``math.log``, as ranking.py and FTS5's C do) from each phrase's
-document frequency and passed in, so the server's ``ln`` never has to agree with the client's.
-A phrase's frequency (the weighted sum of its instances) is exact in any order: the weights are
-multiples of 0.5 and the counts small integers.
+IDFs are computed in the statement (the server's ``ln``) and returned with the rows; each is
+checked against ``math.log`` here (as ranking.py and FTS5's C compute it), and where one differs
+(a server with another libm) the rows are scored again with the IDFs computed here
+(:func:`run_ranked`). Where the read block already knows every phrase's document frequency, the
+IDFs are computed here and passed in at once. A phrase's frequency (the weighted sum of its
+instances) is exact in any order: the weights are multiples of 0.5 and the counts small integers.
 """
 
 from __future__ import annotations
