@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,7 @@ def main() -> None:
             f" p95 {bb.percentile(values, 0.95):.1f} ms"
         )
     print(f"load {min(loads):.2f} to {max(loads):.2f}")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
