@@ -2,19 +2,21 @@
 store/documents.py with the same names, arguments and results (see store/backend.py).
 
 Keyword search takes the FTS5 expressions search/query.py writes and answers them as FTS5 would
-(expression.py parses them, ranking.py matches and scores them) over ``postings``.
+(expression.py parses them, bm25_sql.py matches and scores them in one statement over
+``postings``, with ranking.py's arithmetic).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..documents import BM25_WEIGHTS, FtsText, StoredDocument
 from ..fields import DocumentFilter
+from . import bm25_sql
+from .bm25_sql import DOCUMENT_POSTINGS
 from .expression import Expression, Phrase, parse
-from .ranking import Evaluation, Positions
 from .tokens import column_tokens
 
 _COLUMNS = "id, collection, path, hash, title, size, mtime_ns, line_count, repaired, indexed_at"
@@ -356,97 +358,37 @@ def documents_with_hashes(conn: Any, hashes: Sequence[str]) -> list[StoredDocume
 # --- keyword search -----------------------------------------------------------------------------
 
 
-def _positions(conn: Any, token: str, prefix: bool) -> Positions:
-    """Where a token (or, for a prefix, every token it begins) occurs: {(doc, column): positions}."""
-    select = "SELECT doc_id, col, positions FROM postings"
-    return read_positions(conn, conn.positions_cache, select, token, prefix)
-
-
-def read_positions(
-    conn: Any, cache: dict[Any, Any] | None, select: str, token: str, prefix: bool
-) -> Positions:
-    """{(row, column): positions} of a token (or, for a prefix, of every token it begins), from
-    ``select`` (row, column and positions of a postings table with a ``term`` column), kept in
-    ``cache`` (the read block's) when there is one."""
-    key = (token, prefix)
-    if cache is not None and key in cache:
-        return cache[key]  # type: ignore[no-any-return]
-    if prefix:
-        rows = conn.execute(f"{select} WHERE term >= %s AND term < %s", (token, token + _LAST))
-        found: dict[tuple[int, int], list[int]] = {}
-        for row, column, at in rows:
-            found.setdefault((int(row), int(column)), []).extend(at)
-        result: Positions = {key: sorted(at) for key, at in found.items()}
-    else:
-        rows = conn.execute(f"{select} WHERE term = %s", (token,))
-        result = {(int(row), int(column)): at for row, column, at in rows}
-    if cache is not None:
-        cache[key] = result
-    return result
-
-
-def _prefetch(conn: Any, parsed: Expression) -> None:
-    """Read every whole-word token of an expression in one statement (a search runs a dozen
-    expressions; a round trip to the server costs more than the rows)."""
-    cache = conn.positions_cache
-    if cache is None:
-        return
-    wanted = sorted(
-        {
-            token
-            for phrase in parsed.phrases
-            for i, token in enumerate(phrase.tokens)
-            if not (phrase.prefix and i == len(phrase.tokens) - 1) and (token, False) not in cache
-        }
-    )
-    if len(wanted) < 2:
-        return
-    found: dict[str, dict[tuple[int, int], Sequence[int]]] = {token: {} for token in wanted}
-    rows = conn.execute("SELECT term, doc_id, col, positions FROM postings WHERE term = ANY(%s)", (wanted,))
-    for term, doc, column, at in rows:
-        found[term][(int(doc), int(column))] = at
-    for token, positions in found.items():
-        cache[(token, False)] = positions
-
-
-def _evaluate(conn: Any, expression: str) -> Evaluation:
-    parsed = parse(expression)
-    _prefetch(conn, parsed)
-    return Evaluation(parsed, lambda token, prefix: _positions(conn, token, prefix), conn.positions_cache)
-
-
 def _totals(conn: Any) -> tuple[int, int]:
-    """(documents, tokens) of the index; read once per read block."""
-    cache = conn.positions_cache
-    if cache is not None and "totals" in cache:
-        return cache["totals"]  # type: ignore[no-any-return]
-    docs, tokens = conn.execute("SELECT docs, tokens FROM keyword_totals").fetchone()
-    totals = int(docs), int(tokens)
-    if cache is not None:
-        cache["totals"] = totals
-    return totals
+    """(documents, tokens) of the index; read once per read block (a scoring statement reads them)."""
+    return bm25_sql.table_totals(conn, DOCUMENT_POSTINGS, conn.positions_cache)
 
 
-def _lengths(conn: Any, ids: Iterable[int]) -> dict[int, int]:
-    rows = conn.execute("SELECT id, fts_tokens FROM documents WHERE id = ANY(%s)", (list(ids),))
-    return {int(i): int(n) for i, n in rows}
-
-
-def _scores(
-    conn: Any, evaluation: Evaluation, ids: Iterable[int], weights: Sequence[float]
-) -> dict[int, float]:
-    wanted = set(ids) & evaluation.matches
-    if not wanted:
-        return {}
-    n_docs, n_tokens = _totals(conn)
-    return evaluation.bm25(wanted, weights, n_docs, n_tokens, _lengths(conn, wanted))
-
-
-def _in_collection(conn: Any, ids: Iterable[int], collection: str) -> dict[int, str]:
-    rows = conn.execute(
-        "SELECT id, path FROM documents WHERE collection = %s AND id = ANY(%s)", (collection, list(ids))
+def _ranked(
+    conn: Any,
+    parsed: Expression,
+    weights: Sequence[float],
+    restrict: Sequence[int] | None,
+    finish: Callable[[bm25_sql.Sql], bm25_sql.Sql] = lambda sql: sql,
+    more: str = "",
+) -> list[tuple[Any, ...]]:
+    """(id, score[, more]) of the documents the expression matches, in one statement (bm25_sql.py)."""
+    return bm25_sql.run_ranked(
+        conn, DOCUMENT_POSTINGS, parsed, weights, restrict, conn.positions_cache, finish, more
     )
-    return {int(i): p for i, p in rows}
+
+
+def _scoped(sql: bm25_sql.Sql, collection: str | None, where: DocumentFilter | None) -> bm25_sql.Sql:
+    """The statement's rows (``r``, documents) limited to a collection and to what ``--where``
+    lets through (before the limit, as on SQLite; BM25's statistics stay the whole index's, as
+    FTS5's do)."""
+    if collection is not None:
+        sql.add(" AND r.collection = %s", collection)
+    if where is not None:
+        from .fields import passing
+
+        condition, params = passing(where, "r.id")
+        sql.add(f" AND {condition}", *params)
+    return sql
 
 
 def keyword_search(
@@ -458,70 +400,63 @@ def keyword_search(
     where: DocumentFilter | None = None,
 ) -> list[tuple[int, float]]:
     """(document id, raw bm25) best first, ordered as the SQLite path orders them (ties by id for
-    the whole index, by path within a collection)."""
-    evaluation = _evaluate(conn, expression)
-    matches = _passing(conn, evaluation.matches, where)
-    if collection is None:
-        scores = _scores(conn, evaluation, matches, weights)
-        ranked = sorted(scores.items(), key=lambda item: (item[1], item[0]))
-    else:
-        paths = _in_collection(conn, matches, collection)
-        scores = _scores(conn, evaluation, paths, weights)
-        # Python orders str by code point, as SQLite's BINARY orders UTF-8: the same order.
-        ranked = sorted(scores.items(), key=lambda item: (item[1], paths[item[0]]))
-    return ranked if limit is None else ranked[:limit]
+    the whole index, by path within a collection: COLLATE "C", SQLite's BINARY order)."""
+
+    # How many match comes with the rows (counted before the limit): search asks keyword_count
+    # next when the limit is reached, and this spares it a statement.
+    def finish(sql: bm25_sql.Sql) -> bm25_sql.Sql:
+        sql = _scoped(sql, collection, where)
+        sql.add(" ORDER BY score, " + ("h.id" if collection is None else "r.path"))
+        return sql if limit is None else sql.add(" LIMIT %s", limit)
+
+    rows = _ranked(conn, parse(expression), weights, None, finish, "count(*) OVER () AS matched")
+    cache = conn.positions_cache
+    if cache is not None:
+        cache[("matched", expression, collection, where)] = int(rows[0][2]) if rows else 0
+    return [(int(row[0]), float(row[1])) for row in rows]
 
 
 def keyword_count(
     conn: Any, expression: str, collection: str | None, where: DocumentFilter | None = None
 ) -> int:
+    cache = conn.positions_cache
+    key = ("matched", expression, collection, where)
+    if cache is not None and key in cache:
+        return cache[key]  # type: ignore[no-any-return]
     if collection is None and where is None:
         return phrase_frequency(conn, expression)
-    matches = _passing(conn, _evaluate(conn, expression).matches, where)
-    if collection is None:
-        return len(matches)
-    return len(_in_collection(conn, matches, collection))
-
-
-def _passing(conn: Any, matches: set[int], where: DocumentFilter | None) -> set[int]:
-    """The matches ``--where`` lets through (its filter applies before the limit, as on SQLite;
-    BM25's statistics stay those of the whole index, as FTS5's do)."""
-    if where is None:
-        return matches
-    from .fields import matching_ids
-
-    return matches & matching_ids(conn, where)
+    matched = bm25_sql.matching(DOCUMENT_POSTINGS, parse(expression), None)
+    sql = bm25_sql.Sql().add("SELECT count(*) FROM (").extend(matched).add(") AS h")
+    sql = _scoped(sql.add(" JOIN documents AS r ON r.id = h.id WHERE true"), collection, where)
+    return int(conn.execute(sql.sql, sql.params).fetchone()[0])
 
 
 def sole_collection(conn: Any) -> str | None:
+    """The index's one collection (None: none or several); read once per read block."""
+    cache = conn.positions_cache
+    if cache is not None and "sole collection" in cache:
+        return cache["sole collection"]  # type: ignore[no-any-return]
     rows = conn.execute("SELECT name FROM collection_state LIMIT 2").fetchall()
-    return rows[0][0] if len(rows) == 1 else None
+    sole = rows[0][0] if len(rows) == 1 else None
+    if cache is not None:
+        cache["sole collection"] = sole
+    return sole
 
 
 def document_total(conn: Any) -> int:
     return _totals(conn)[0]
 
 
-def _single_term(expression: Expression) -> Phrase | None:
-    root = expression.root
-    if isinstance(root, Phrase) and len(root.tokens) == 1 and not root.prefix and root.columns is None:
-        return root
-    return None
-
-
 def phrase_frequency(conn: Any, expression: str) -> int:
-    """How many documents (in any collection) match: one word's comes from ``term_stats``, kept by
-    update, without reading its postings (a common word's are many)."""
+    """How many documents (in any collection) match; one phrase's is its n, kept by the read block
+    (one word's from ``term_stats``, kept by update, without reading its postings)."""
     parsed = parse(expression)
-    word = _single_term(parsed)
-    if word is not None:
-        row = conn.execute("SELECT df FROM term_stats WHERE term = %s", (word.tokens[0],)).fetchone()
-        return int(row[0]) if row else 0
-    return len(
-        Evaluation(
-            parsed, lambda token, prefix: _positions(conn, token, prefix), conn.positions_cache
-        ).matches
-    )
+    if isinstance(parsed.root, Phrase):
+        cache = conn.positions_cache
+        return bm25_sql.phrase_frequencies(conn, DOCUMENT_POSTINGS, [parsed.root], cache)[0]
+    matched = bm25_sql.matching(DOCUMENT_POSTINGS, parsed, None)
+    sql = bm25_sql.Sql().add("SELECT count(*) FROM (").extend(matched).add(") AS m")
+    return int(conn.execute(sql.sql, sql.params).fetchone()[0])
 
 
 def defined_names(conn: Any, ids: Sequence[int], column: str) -> dict[int, list[str]]:
@@ -541,11 +476,16 @@ def title_names(conn: Any, word: str) -> bool:
 
 
 def _any_match(conn: Any, expression: str) -> bool:
-    return bool(_evaluate(conn, expression).matches)
+    matched = bm25_sql.matching(DOCUMENT_POSTINGS, parse(expression), None)
+    sql = bm25_sql.Sql().add("SELECT EXISTS (").extend(matched).add(")")
+    return bool(conn.execute(sql.sql, sql.params).fetchone()[0])
 
 
 def phrase_documents(conn: Any, expression: str, ids: Sequence[int]) -> set[int]:
-    return _evaluate(conn, expression).matches & set(ids)
+    if not ids:
+        return set()
+    sql = bm25_sql.matching(DOCUMENT_POSTINGS, parse(expression), sorted(set(ids)))
+    return {int(row[0]) for row in conn.execute(sql.sql, sql.params)}
 
 
 def phrase_bm25(
@@ -553,7 +493,8 @@ def phrase_bm25(
 ) -> dict[int, float]:
     if not ids:
         return {}
-    return _scores(conn, _evaluate(conn, expression), ids, weights)
+    rows = _ranked(conn, parse(expression), weights, sorted(set(ids)))
+    return {int(row[0]): float(row[1]) for row in rows}
 
 
 def term_statistics(conn: Any) -> Counter[str]:

@@ -45,19 +45,27 @@ def _test(condition: Condition) -> tuple[str, list[Any]]:
     return f"number {COMPARISONS[condition.op]} %s", [condition.number]
 
 
-def matching_ids(conn: Any, where: DocumentFilter) -> frozenset[int]:
-    """The ids of the documents that pass every condition of ``where``."""
+def passing(where: DocumentFilter, id_column: str) -> tuple[str, list[Any]]:
+    """The condition on ``id_column`` (a document id) that passes every condition of ``where``,
+    and its parameters: for keyword search to filter inside its statement."""
     clauses: list[str] = []
     params: list[Any] = []
     for condition in where.conditions:
         test, values = _test(condition)
         member = "NOT IN" if condition.op == "!=" else "IN"
         clauses.append(
-            f"id {member} (SELECT doc_id FROM document_fields WHERE lower(name) = lower(%s) AND {test})"
+            f"{id_column} {member} (SELECT doc_id FROM document_fields"
+            f" WHERE lower(name) = lower(%s) AND {test})"
         )
         params += [condition.name, *values]
-    sql = "SELECT id FROM documents WHERE " + (" AND ".join(clauses) or "true")
-    return frozenset(int(row[0]) for row in conn.execute(sql, params))
+    return "(" + (" AND ".join(clauses) or "true") + ")", params
+
+
+def matching_ids(conn: Any, where: DocumentFilter) -> frozenset[int]:
+    """The ids of the documents that pass every condition of ``where``."""
+    condition, params = passing(where, "id")
+    rows = conn.execute(f"SELECT id FROM documents WHERE {condition}", params)
+    return frozenset(int(row[0]) for row in rows)
 
 
 def fields_of(conn: Any, documents: Iterable[tuple[str, str]]) -> dict[tuple[str, str], list[Any]]:

@@ -202,7 +202,7 @@ CREATE TABLE llm_cache (
 # session's facts and append state, its runs, and a row per turn. FTS5's contentless ``turns_fts`` becomes
 # ``turn_postings`` (a turn's tokens and their positions: its one column, as ``postings`` keeps a
 # document's), each turn's token count (``fts_tokens``) and ``turn_totals``, the turns and tokens
-# its BM25 needs, so turns rank by ranking.py exactly as FTS5's bm25(turns_fts) ranks them.
+# its BM25 needs, so turns rank (bm25_sql.py) exactly as FTS5's bm25(turns_fts) ranks them.
 _V5 = """
 CREATE TABLE transcript_sessions (
     doc_id bigint PRIMARY KEY,

@@ -18,6 +18,9 @@ per-phrase bm25 parts. For the PostgreSQL backend to rank equally, this module r
 
 The arithmetic is done in the same order as FTS5's C, so equal inputs give equal doubles and the
 two backends break ties alike.
+
+Search runs this in the server (bm25_sql.py writes it as SQL, term by term); this module is its
+reference in Python, checked against FTS5 itself by test/test_postgres_ranking.py.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ arguments and results (see store/backend.py).
 A session is a row of ``documents`` plus a row of ``transcript_sessions``; each turn a row of
 ``transcript_turns``. SQLite's contentless ``turns_fts`` is ``turn_postings`` here (each turn's
 tokens and positions, made by FTS5's own tokenizer: tokens.py) with ``turn_totals``, and turns
-are matched and scored by ranking.py as FTS5's ``bm25(turns_fts)`` scores them (one column,
+are matched and scored in the server (bm25_sql.py) as FTS5's ``bm25(turns_fts)`` scores them (one column,
 weight 1), so the same turns come out in the same order with the same scores. Turn ids are
 assigned as SQLite assigns rowids (one more than the largest): ties break by id on both.
 """
@@ -16,9 +16,9 @@ from typing import Any
 
 from ..documents import FtsText
 from ..transcripts import GroupRow, SessionFacts, StoredSession, TurnFilter, TurnRow, TurnView
-from . import documents
-from .expression import parse
-from .ranking import Evaluation, Positions
+from . import bm25_sql, documents
+from .bm25_sql import TURN_POSTINGS
+from .expression import Phrase, parse
 from .tokens import text_positions
 
 # bm25(turns_fts) with no weights: its one column weighs 1.
@@ -315,32 +315,24 @@ LEVEL_KEYS = {
 
 
 def _cache(conn: Any) -> dict[Any, Any] | None:
-    """The read block's cache of turn postings and phrase occurrences, apart from the documents'
-    (the same phrase occurs in other rows there)."""
+    """The read block's cache of turn phrases' frequencies, apart from the documents' (the same
+    phrase occurs in other rows there)."""
     cache = conn.positions_cache
     return None if cache is None else cache.setdefault("turns", {})  # type: ignore[no-any-return]
 
 
-def _positions(conn: Any, token: str, prefix: bool) -> Positions:
-    """Where a token (or, for a prefix, every token it begins) occurs: {(turn, 0): positions}."""
-    select = "SELECT turn_id, 0, positions FROM turn_postings"
-    return documents.read_positions(conn, _cache(conn), select, token, prefix)
-
-
-def _evaluate(conn: Any, expression: str) -> Evaluation:
-    return Evaluation(parse(expression), lambda token, prefix: _positions(conn, token, prefix), _cache(conn))
-
-
 def _totals(conn: Any) -> tuple[int, int]:
-    turns, tokens = conn.execute("SELECT turns, tokens FROM turn_totals").fetchone()
-    return int(turns), int(tokens)
+    """(turns, tokens) of the turn index; read once per read block."""
+    return bm25_sql.table_totals(conn, TURN_POSTINGS, _cache(conn))
 
 
-def _bm25(conn: Any, evaluation: Evaluation, lengths: dict[int, int]) -> dict[int, float]:
-    if not lengths:
-        return {}
-    n_turns, n_tokens = _totals(conn)
-    return evaluation.bm25(lengths, _WEIGHTS, n_turns, n_tokens, lengths)
+def _ranked(conn: Any, expression: str, restrict: Sequence[int] | None) -> bm25_sql.Sql:
+    """The statement of the turns ``expression`` matches (among ``restrict``) with their bm25,
+    scored in the server as FTS5's bm25(turns_fts) scores them (see bm25_sql.py)."""
+    parsed = parse(expression)
+    totals = _totals(conn)
+    idfs = bm25_sql.idfs(conn, TURN_POSTINGS, parsed, totals[0], _cache(conn))
+    return bm25_sql.ranked(TURN_POSTINGS, parsed, _WEIGHTS, restrict, idfs, totals)
 
 
 def turn_total(conn: Any) -> int:
@@ -350,48 +342,36 @@ def turn_total(conn: Any) -> int:
 
 def turn_phrase_frequency(conn: Any, expression: str) -> int:
     """How many turns (of any collection) match ``expression``: the df of its BM25 IDF."""
-    return len(_evaluate(conn, expression).matches)
+    parsed = parse(expression)
+    if isinstance(parsed.root, Phrase):
+        return bm25_sql.phrase_frequencies(conn, TURN_POSTINGS, [parsed.root], _cache(conn))[0]
+    matched = bm25_sql.matching(TURN_POSTINGS, parsed, None)
+    sql = bm25_sql.Sql().add("SELECT count(*) FROM (").extend(matched).add(") AS m")
+    return int(conn.execute(sql.sql, sql.params).fetchone()[0])
 
 
 def turn_phrase_bm25(conn: Any, expression: str, ids: Sequence[int]) -> dict[int, float]:
     """Raw bm25 of one phrase for these turns (absent: the turn does not contain it)."""
     if not ids:
         return {}
-    evaluation = _evaluate(conn, expression)
-    wanted = sorted(set(ids) & evaluation.matches)
-    rows = conn.execute(
-        "SELECT t.id, t.fts_tokens FROM unnest(%s::bigint[]) AS m(id)"
-        " JOIN transcript_turns AS t ON t.id = m.id",
-        (wanted,),
+    rows = bm25_sql.run_ranked(
+        conn, TURN_POSTINGS, parse(expression), _WEIGHTS, sorted(set(ids)), _cache(conn), lambda sql: sql
     )
-    return _bm25(conn, evaluation, {int(i): int(n) for i, n in rows})
+    return {int(row[0]): float(row[1]) for row in rows}
 
 
 def search_groups(
     conn: Any, expression: str, filters: TurnFilter, level: str, limit: int | None
 ) -> tuple[list[GroupRow], int]:
     """The best turn of each unit of ``level`` that matches, best first, and how many units match."""
-    evaluation = _evaluate(conn, expression)
-    if not evaluation.matches:
-        return [], 0
+    ranked = _ranked(conn, expression, None)
     where, params = _where(filters)
-    # A join with the matches, not ``t.id = ANY(...)``: a parameter array is searched one element
-    # at a time for each row a scan reads (a common word's 20,000 turns took a second).
-    rows = conn.execute(
-        "SELECT t.id, t.fts_tokens FROM unnest(%s::bigint[]) AS m(id) JOIN transcript_turns AS t"
-        f" ON t.id = m.id WHERE {where}",
-        [sorted(evaluation.matches), *params],
-    )
-    scores = _bm25(conn, evaluation, {int(i): int(n) for i, n in rows})
-    if not scores:
-        return [], 0
-    ids = sorted(scores)
     matched = (
         "SELECT t.id AS id, t.doc_id AS doc_id, t.epoch AS epoch, m.score AS score,"
-        f" {LEVEL_KEYS[level]} AS unit FROM unnest(%s::bigint[], %s::float8[]) AS m(id, score)"
-        " JOIN transcript_turns AS t ON t.id = m.id"
+        f" {LEVEL_KEYS[level]} AS unit FROM ({ranked.sql}) AS m"
+        f" JOIN transcript_turns AS t ON t.id = m.id WHERE {where}"
     )
-    return _groups(conn, matched, [ids, [scores[i] for i in ids]], limit)
+    return _groups(conn, matched, [*ranked.params, *params], limit)
 
 
 def vector_groups(
