@@ -81,7 +81,8 @@ def load() -> str:
 
 
 @contextlib.contextmanager
-def throwaway_server() -> Iterator[str]:
+def throwaway_server(settings: str = "") -> Iterator[str]:
+    """A PostgreSQL of its own in a temporary folder; ``settings``: more ``-c name=value``."""
     spec = importlib.util.find_spec("pgserver")
     if spec is None or spec.origin is None:
         raise SystemExit(
@@ -98,7 +99,7 @@ def throwaway_server() -> Iterator[str]:
         subprocess.run([str(bin_dir / args[0]), *args[1:]], user=user, check=True, capture_output=True)
 
     run("initdb", "-D", str(data), "--auth=trust", "-U", "postgres", "--encoding=UTF8", "--locale=C", "-N")
-    options = f"-c listen_addresses='' -k {root} -c fsync=off"
+    options = f"-c listen_addresses='' -k {root} -c fsync=off {settings}".strip()
     run("pg_ctl", "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start")
     try:
         yield f"postgresql://postgres@/postgres?host={quote(str(root), safe='')}"

