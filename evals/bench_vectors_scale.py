@@ -298,7 +298,13 @@ def main() -> None:
             f" {index['index_bytes'] / 2**20:.0f} MiB (load {index['load']})",
             flush=True,
         )
-        settings = [(40, "strict_order"), (100, "strict_order"), (200, "strict_order"), (40, "relaxed_order")]
+        settings = [
+            (40, "strict_order"),
+            (100, "strict_order"),
+            (200, "strict_order"),
+            (40, "relaxed_order"),
+            (100, "relaxed_order"),
+        ]
         report["search"] = search_settings(url, args.dims, draw(args.queries), 10, settings)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
