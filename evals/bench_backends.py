@@ -38,6 +38,17 @@ two-word queries (as bench_transcripts.py's) at the turn and session levels thro
 ``Tansaku.search_levels``: the same top 10 (virtual paths, with the turn's line, in order, and
 scores) on both, and p50 / p95.
 
+``--evals`` runs the judged sets instead of comparing top 10s: each corpus is embedded with
+``TANSAKU_EMBED_MODEL`` (the quick pass off), and every set of ``evals/sets`` on that corpus
+is run through the harness `tansaku bench` uses (``eval/harness.run_bench``) on both backends in
+the modes ``search``, ``vsearch`` and ``query-fused`` (`query --no-expand --no-rerank`: what
+`query` is without a generate and a rerank model, as in the evals). It reports each set's
+MRR@10 per mode on each backend and every query whose reciprocal rank differs. The pseudo-corpus
+``transcripts`` is the judged sessions of fixtures/transcripts/judged (at ``--level turn`` and
+``session`` too). By default PostgreSQL is given the vectors SQLite computed (the same model
+and texts), so its ``embed`` reuses them instead of running the model a second time (the
+costly part on 2 cores); ``--embed-both`` embeds on each.
+
 Not measured yet (docs/backends.md, the plan): vsearch and query with concurrent clients.
 """
 
@@ -70,7 +81,8 @@ def load() -> str:
 
 
 @contextlib.contextmanager
-def throwaway_server() -> Iterator[str]:
+def throwaway_server(settings: str = "") -> Iterator[str]:
+    """A PostgreSQL of its own in a temporary folder; ``settings``: more ``-c name=value``."""
     spec = importlib.util.find_spec("pgserver")
     if spec is None or spec.origin is None:
         raise SystemExit(
@@ -87,7 +99,7 @@ def throwaway_server() -> Iterator[str]:
         subprocess.run([str(bin_dir / args[0]), *args[1:]], user=user, check=True, capture_output=True)
 
     run("initdb", "-D", str(data), "--auth=trust", "-U", "postgres", "--encoding=UTF8", "--locale=C", "-N")
-    options = f"-c listen_addresses='' -k {root} -c fsync=off"
+    options = f"-c listen_addresses='' -k {root} -c fsync=off {settings}".strip()
     run("pg_ctl", "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start")
     try:
         yield f"postgresql://postgres@/postgres?host={quote(str(root), safe='')}"
@@ -134,6 +146,19 @@ def synthetic(files: int) -> tuple[Path, list[str]]:
     return root, queries
 
 
+def storage(sqlite: Any, postgres: Any) -> dict[str, Any]:
+    """The index's size on each backend, and PostgreSQL's per table (indexes included)."""
+    from tansaku.store.postgres.sizes import relation_sizes
+
+    with postgres.backend.reading() as conn:
+        tables = relation_sizes(conn)
+    return {
+        "sqlite": sqlite.backend.size_bytes(),
+        "postgresql": postgres.backend.size_bytes(),
+        "tables": tables,
+    }
+
+
 def measure(corpus: str, url: str, work: Path, root: Path, queries: list[str]) -> dict[str, Any]:
     from tansaku.api import Tansaku
 
@@ -148,6 +173,7 @@ def measure(corpus: str, url: str, work: Path, root: Path, queries: list[str]) -
     started = time.perf_counter()
     postgres.update([corpus])  # the config is shared: the collection is registered already
     report["cold_update_s"]["postgresql"] = time.perf_counter() - started
+    report["storage_bytes"] = storage(sqlite, postgres)
     report["nochange_update_s"] = {}
     for name, api in (("sqlite", sqlite), ("postgresql", postgres)):
         started = time.perf_counter()
@@ -208,6 +234,133 @@ def measure_vectors(report: dict[str, Any], url: str, queries: list[str]) -> Non
         for name, values in times.items()
     }
     report["vsearch_ms"]["load"] = load()
+
+
+EVAL_MODES = ("search", "vsearch", "query-fused")
+TRANSCRIPTS = HERE.parent / "fixtures" / "transcripts" / "judged"
+
+
+def sets_for(corpus: str) -> list[Path]:
+    """The judged sets on ``corpus`` (the pseudo-corpus ``transcripts``: those on claude,codex)."""
+    sys.path.insert(0, str(HERE))
+    import run_evals
+
+    wanted = "claude,codex" if corpus == "transcripts" else corpus
+    return [p for p in sorted(SETS.glob("*.jsonl")) if run_evals.corpus_of(p) == wanted]
+
+
+def seed_vectors(source: Any, target: Any) -> int:
+    """Give ``target`` (PostgreSQL) every vector ``source`` (SQLite) holds, by text, so that its
+    ``embed`` reuses them: the model's output for a text is the same on both backends (measured:
+    docs/backends.md, Vectors); what the evals compare is everything after it."""
+    from datetime import UTC, datetime
+
+    from tansaku.store import vectors as sqlite_vectors
+    from tansaku.store.backend import writing
+    from tansaku.store.postgres import vectors as postgres_vectors
+
+    with source.backend.reading() as conn:
+        sqlite_vectors.load_extension(conn)
+        records = sqlite_vectors.models(conn)
+        rows = {
+            r.fingerprint: sqlite_vectors.model_vectors_by_text(conn, r.fingerprint, r.dims) for r in records
+        }
+    with writing(target.backend, "bench seed") as conn:
+        for record in records:
+            postgres_vectors.ensure_vec_table(conn, record.dims)
+            postgres_vectors.register_model(conn, record, datetime.now(UTC).isoformat())
+            for text_sha, blob in rows[record.fingerprint]:
+                postgres_vectors.add_embedding(conn, record.fingerprint, record.dims, text_sha, blob)
+    return sum(len(r) for r in rows.values())
+
+
+def eval_runs(corpus: str) -> list[tuple[Path, str, str | None, tuple[str, ...]]]:
+    """(set, collections, level, modes) for every judged run on ``corpus``."""
+    runs: list[tuple[Path, str, str | None, tuple[str, ...]]] = []
+    for path in sets_for(corpus):
+        if corpus == "transcripts":
+            runs.append((path, "claude,codex", None, EVAL_MODES))
+            runs += [(path, "claude,codex", level, ("search", "vsearch")) for level in ("turn", "session")]
+        else:
+            runs.append((path, corpus, None, EVAL_MODES))
+    return runs
+
+
+def index_transcripts(url: str, work: Path) -> dict[str, Any]:
+    """The judged sessions as collections claude and codex on both backends (for ``--evals``)."""
+    from tansaku.api import Tansaku
+
+    os.environ["TANSAKU_CONFIG_DIR"] = str(work / "transcripts-config")
+    os.environ["TANSAKU_INDEX_PATH"] = str(work / "transcripts.sqlite")
+    sqlite, postgres = Tansaku(), Tansaku(url)
+    for kind in ("claude", "codex"):
+        sqlite.add_transcript_collection(kind, str(TRANSCRIPTS / kind), name=kind)
+    postgres.update()  # the config is shared: the collections are registered already
+    return {"corpus": "transcripts", "files": sum(1 for p in TRANSCRIPTS.rglob("*.jsonl"))}
+
+
+def measure_evals(report: dict[str, Any], corpus: str, url: str, embed_both: bool) -> None:
+    """Embed, then every judged set on both backends (module docstring)."""
+    from tansaku.api import Tansaku
+    from tansaku.eval.harness import run_bench
+
+    apis = {"sqlite": Tansaku(keep_vectors=False), "postgresql": Tansaku(url, keep_vectors=False)}
+    report["embed_s"] = {}
+    for name, api in apis.items():
+        if name == "postgresql" and not embed_both:
+            started = time.perf_counter()
+            report["seeded_vectors"] = seed_vectors(apis["sqlite"], api)
+            report["seed_s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        done = api.embed(quick="off")
+        report["embed_s"][name] = time.perf_counter() - started
+        report.setdefault("chunks", sum(c.pending for c in done.collections))
+    report["embed_s"]["load"] = load()
+    report["evals"] = []
+    for path, collections, level, modes in eval_runs(corpus):
+        started = time.perf_counter()
+        runs = {name: run_bench(api, path, collections, modes, level=level) for name, api in apis.items()}
+        entry: dict[str, Any] = {"set": path.stem, "level": level, "mrr": {}, "differ": [], "load": load()}
+        for mode in modes:
+            entry["mrr"][mode] = {
+                name: next((s.mrr_at_10 for s in run.summaries if s.mode == mode and s.kind == "all"), None)
+                for name, run in runs.items()
+            }
+        outcomes = {name: {(o.mode, o.id): o for o in run.queries} for name, run in runs.items()}
+        for key, first in outcomes["sqlite"].items():
+            other = outcomes["postgresql"].get(key)
+            if other is None or other.ranked != first.ranked:
+                entry["differ"].append(
+                    {
+                        "mode": key[0],
+                        "id": key[1],
+                        "query": first.query,
+                        "rr": {
+                            "sqlite": first.reciprocal_rank,
+                            "postgresql": other and other.reciprocal_rank,
+                        },
+                        "sqlite": list(first.ranked),
+                        "postgresql": list(other.ranked) if other else None,
+                    }
+                )
+        entry["warnings"] = {name: sorted({w.code for w in run.warnings}) for name, run in runs.items()}
+        entry["seconds"] = time.perf_counter() - started
+        report["evals"].append(entry)
+        print(eval_summary(entry), flush=True)
+
+
+def eval_summary(entry: dict[str, Any]) -> str:
+    modes = ", ".join(
+        f"{mode} {mrr['sqlite']:.4f} / {mrr['postgresql']:.4f}"
+        for mode, mrr in entry["mrr"].items()
+        if mrr["sqlite"] is not None and mrr["postgresql"] is not None
+    )
+    level = f" --level {entry['level']}" if entry["level"] else ""
+    moved = sum(1 for d in entry["differ"] if d["rr"]["sqlite"] != d["rr"]["postgresql"])
+    return (
+        f"  {entry['set']}{level}: MRR@10 sqlite / postgresql: {modes}; {len(entry['differ'])} rankings"
+        f" differ ({moved} with another reciprocal rank); warnings {entry['warnings']}; load {entry['load']}"
+    )
 
 
 def measure_serve(report: dict[str, Any], url: str, work: Path, queries: list[str], clients: int) -> None:
@@ -389,13 +542,15 @@ def vector_summary(report: dict[str, Any]) -> str:
 
 def summary(report: dict[str, Any]) -> str:
     cold, same, took = report["cold_update_s"], report["nochange_update_s"], report["search_ms"]
+    size = report["storage_bytes"]
     return (
         f"{report['corpus']}: {report['files']} files; cold update sqlite {cold['sqlite']:.1f} s,"
         f" postgresql {cold['postgresql']:.1f} s (load {cold['load']}); no-change"
         f" {same['sqlite']:.2f} s / {same['postgresql']:.2f} s; {report['identical_top10']}/"
         f"{report['queries']} queries identical top 10; search p50/p95 ms sqlite"
         f" {took['sqlite']['p50']:.1f}/{took['sqlite']['p95']:.1f}, postgresql"
-        f" {took['postgresql']['p50']:.1f}/{took['postgresql']['p95']:.1f} (load {took['load']})"
+        f" {took['postgresql']['p50']:.1f}/{took['postgresql']['p95']:.1f} (load {took['load']});"
+        f" size sqlite {size['sqlite'] / 2**20:.1f} MiB, postgresql {size['postgresql'] / 2**20:.1f} MiB"
     )
 
 
@@ -410,6 +565,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8, help="--serve: concurrent clients")
     parser.add_argument("--transcripts", type=int, help="a generated corpus of this many agent sessions")
     parser.add_argument("--messages", type=int, default=20_000, help="records of --transcripts' corpus")
+    parser.add_argument("--evals", action="store_true", help="embed, then MRR@10 of every judged set on both")
+    parser.add_argument(
+        "--embed-both",
+        action="store_true",
+        help="--evals: embed on PostgreSQL too instead of reusing SQLite's vectors",
+    )
     args = parser.parse_args()
     if args.transcripts:
         corpora = [f"transcripts-{args.transcripts}"]
@@ -436,6 +597,27 @@ def main() -> None:
                 print(transcript_summary(report), flush=True)
                 for item in report["differ"]:
                     print(f"  differs: {item['query']!r}", flush=True)
+                continue
+            if args.evals:
+                if corpus == "transcripts":
+                    report = index_transcripts(url, work)
+                else:
+                    report = measure(corpus, url, work, CORPORA / corpus, queries_for(corpus))
+                    print(summary(report), flush=True)
+                reports.append(report)
+                print(f"{corpus}: embedding and running {len(eval_runs(corpus))} judged runs", flush=True)
+                measure_evals(report, corpus, url, args.embed_both)
+                embed = report["embed_s"]
+                print(
+                    f"  embed sqlite {embed['sqlite']:.1f} s, postgresql {embed['postgresql']:.1f} s"
+                    f" ({report.get('seeded_vectors', 0)} vectors seeded in {report.get('seed_s', 0):.1f} s;"
+                    f" load {embed['load']})",
+                    flush=True,
+                )
+                if args.json:  # after each corpus: a long run keeps what it finished
+                    args.json.write_text(
+                        json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+                    )
                 continue
             if args.files:
                 root, queries = synthetic(args.files)

@@ -175,6 +175,12 @@ def test_the_hnsw_index_answers_a_big_collection_and_fills_the_limit(postgres_ur
             {"query": query, "fingerprint": fingerprint, "collection": "big", "params": "P"},
         ).fetchall()
         assert "hnsw" in " ".join(row[0] for row in plan)  # the index, not a scan of every vector
+        # knn's own statement (relaxed order, sorted again in a CTE) walks the graph too
+        scans = "SELECT pg_stat_get_xact_numscans(%s::regclass)"
+        graph = pg_vectors._index_name(dims, fingerprint)
+        before = conn.execute(scans, (graph,)).fetchone()[0]
+        assert len(vec.knn(conn, dims, fingerprint, query.tobytes(), 10, "big", "P")) == 10
+        assert conn.execute(scans, (graph,)).fetchone()[0] > before
         for collection, held in (("big", 9_800), ("small", 200)):
             arguments = {"query": query, "fingerprint": fingerprint, "collection": collection,
                          "params": "P"}  # fmt: skip

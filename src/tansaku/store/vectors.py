@@ -317,6 +317,17 @@ def knn(
     return [(row[0], row[1]) for row in rows]
 
 
+def model_vectors_by_text(conn: Any, fingerprint: str, dims: int) -> list[tuple[str, bytes]]:
+    """Every stored vector of one model with its text's sha256, to copy them into another index
+    (evals/bench_backends.py gives PostgreSQL the vectors SQLite computed, for `embed` to reuse)."""
+    rows = conn.execute(
+        f"SELECT e.text_sha, v.embedding FROM embeddings AS e JOIN {vec_table(dims)} AS v"
+        " ON v.rowid = e.id WHERE e.fingerprint = ?",
+        (fingerprint,),
+    )
+    return [(str(sha), bytes(blob)) for sha, blob in rows]
+
+
 def model_vector_count(conn: Any, fingerprint: str) -> int:
     row = conn.execute("SELECT count(*) FROM embeddings WHERE fingerprint = ?", (fingerprint,)).fetchone()
     return int(row[0])
