@@ -30,6 +30,8 @@ query to POST /search (limit 10, with snippets, as the CLI's --json) from one cl
 ``--clients`` clients at once (each its own keep-alive connection): both servers must give the
 same results, and p50 / p95 per backend are reported with the errors.
 A server keeps its read connections (SQLite's files, PostgreSQL's pool) between requests.
+With ``--vectors`` too, the servers are measured again on POST /vsearch once the corpus is
+embedded (the same paths and snippets, scores within 1e-4, count as the same answer).
 
 ``--transcripts N`` measures a corpus of N agent sessions instead (evals/corpus_transcripts.py,
 ``--messages`` records in all, generated in the temporary folder): cold ``update`` of a Claude and
@@ -37,8 +39,6 @@ a Codex collection, ``update`` after 1% more lines were appended to the latest s
 two-word queries (as bench_transcripts.py's) at the turn and session levels through
 ``Tansaku.search_levels``: the same top 10 (virtual paths, with the turn's line, in order, and
 scores) on both, and p50 / p95.
-
-Not measured yet (docs/backends.md, the plan): vsearch and query with concurrent clients.
 """
 
 from __future__ import annotations
@@ -210,8 +210,11 @@ def measure_vectors(report: dict[str, Any], url: str, queries: list[str]) -> Non
     report["vsearch_ms"]["load"] = load()
 
 
-def measure_serve(report: dict[str, Any], url: str, work: Path, queries: list[str], clients: int) -> None:
-    """Both servers, one client then ``clients`` at once (module docstring)."""
+def measure_serve(
+    report: dict[str, Any], url: str, work: Path, queries: list[str], clients: int, endpoint: str = "search"
+) -> None:
+    """Both servers, one client then ``clients`` at once (module docstring), on POST /search or
+    /vsearch; the figures go to ``report["serve"]`` or ``report["serve_vsearch"]``."""
     import http.client
     import socket
     import threading
@@ -246,7 +249,7 @@ def measure_serve(report: dict[str, Any], url: str, work: Path, queries: list[st
             body = json.dumps({"query": query, "n": 10})
             started = time.perf_counter()
             try:
-                conn.request("POST", "/search", body, {"Content-Type": "application/json"})
+                conn.request("POST", f"/{endpoint}", body, {"Content-Type": "application/json"})
                 reply = conn.getresponse()
                 data = json.loads(reply.read())
             except (OSError, ValueError) as exc:
@@ -261,7 +264,8 @@ def measure_serve(report: dict[str, Any], url: str, work: Path, queries: list[st
 
     servers = {"sqlite": start(), "postgresql": start("--index", url)}
     answers: dict[str, dict[str, Any]] = {}
-    report["serve"] = {"clients": clients}
+    key = "serve" if endpoint == "search" else f"serve_{endpoint}"
+    report[key] = {"clients": clients}
     try:
         for name, (_, port) in servers.items():
             seen: dict[str, Any] = {}
@@ -280,7 +284,7 @@ def measure_serve(report: dict[str, Any], url: str, work: Path, queries: list[st
                 thread.join()
             wall = time.perf_counter() - started
             answers[name] = seen
-            report["serve"][name] = {
+            report[key][name] = {
                 "one_client_ms": {"p50": percentile(one, 0.5), "p95": percentile(one, 0.95)},
                 "clients_ms": {"p50": percentile(many, 0.5), "p95": percentile(many, 0.95)},
                 "requests_per_s": len(many) / wall if wall else 0.0,
@@ -291,12 +295,20 @@ def measure_serve(report: dict[str, Any], url: str, work: Path, queries: list[st
         for process, _ in servers.values():
             process.terminate()
             process.wait(timeout=15)
-    same = [q for q in queries if answers["sqlite"].get(q) == answers["postgresql"].get(q)]
-    report["serve"]["identical"] = len(same)
+    same = [q for q in queries if _same_answer(answers["sqlite"].get(q), answers["postgresql"].get(q))]
+    report[key]["identical"] = len(same)
 
 
-def serve_summary(report: dict[str, Any]) -> str:
-    serve = report["serve"]
+def _same_answer(a: list[Any] | None, b: list[Any] | None) -> bool:
+    """The same paths and snippets in the same order, scores within 1e-4 (a vector score is a
+    float32 cosine on both backends; keyword scores are equal)."""
+    if a is None or b is None or len(a) != len(b):
+        return False
+    return all(x[0] == y[0] and x[2] == y[2] and abs(x[1] - y[1]) <= 1e-4 for x, y in zip(a, b, strict=True))
+
+
+def serve_summary(report: dict[str, Any], key: str = "serve") -> str:
+    serve = report[key]
     parts = [
         f"{name} one client p50/p95 {s['one_client_ms']['p50']:.1f}/{s['one_client_ms']['p95']:.1f} ms,"
         f" {serve['clients']} clients {s['clients_ms']['p50']:.1f}/{s['clients_ms']['p95']:.1f} ms"
@@ -304,7 +316,7 @@ def serve_summary(report: dict[str, Any]) -> str:
         for name, s in serve.items()
         if isinstance(s, dict)
     ]
-    return f"  serve: {serve['identical']}/{report['queries']} identical answers; " + "; ".join(parts)
+    return f"  {key}: {serve['identical']}/{report['queries']} identical answers; " + "; ".join(parts)
 
 
 def measure_transcripts(url: str, work: Path, sessions: int, messages: int) -> dict[str, Any]:
@@ -454,6 +466,9 @@ def main() -> None:
                 print(vector_summary(report), flush=True)
                 for item in report["vector_differ"]:
                     print(f"  vsearch differs: {item['query']!r}", flush=True)
+                if args.serve:
+                    measure_serve(report, url, work / corpus, queries, args.clients, "vsearch")
+                    print(serve_summary(report, "serve_vsearch"), flush=True)
     if args.json:
         args.json.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
