@@ -100,6 +100,18 @@ def _statistics(url: str) -> dict[str, Any]:
         }
 
 
+def _unused_texts(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return int(
+            conn.execute(
+                "SELECT count(*) FROM content AS c"
+                " WHERE NOT EXISTS (SELECT 1 FROM documents AS d WHERE d.hash = c.hash)"
+            ).fetchone()[0]
+        )
+
+
 def _results(url: str, query: str) -> list[tuple[str, str, float]]:
     done = _run(url, "search", query, "--json", "-n", "1000")  # every match: a cut-off splits ties by id
     assert done.returncode == 0, done.stderr
@@ -126,6 +138,9 @@ def test_updates_of_two_collections_overlap_and_one_collection_has_one_writer(
     _write_corpus(a, "a", 1)
     _write_corpus(b, "b", 1)
     for folder in (a, b):
+        (folder / f"{folder.name}-old.md").write_text(
+            f"# Old\n\nsoon gone from {folder.name}\n", encoding="utf-8"
+        )
         added = _run(postgres_url, "collection", "add", str(folder), "--name", folder.name)
         assert added.returncode == 0, added.stderr
     for folder, count in ((a, 400), (b, 60)):
@@ -154,6 +169,8 @@ def test_updates_of_two_collections_overlap_and_one_collection_has_one_writer(
         assert json.loads(other.stdout)["collections"][0]["added"], other.stdout
         assert time.monotonic() - started < 30
         assert "tansaku update a" in _collection_lock_holders(postgres_url, "a")  # still open
+        # b's removed file left its text: deleting unused rows waits for a writer alone.
+        assert _unused_texts(postgres_url) == 1
 
         # The same collection: gives up after the lock timeout, naming the holder, as on SQLite.
         busy = _run(postgres_url, "update", "-c", "a", "--json", TANSAKU_LOCK_TIMEOUT="1")
@@ -182,11 +199,14 @@ def test_updates_of_two_collections_overlap_and_one_collection_has_one_writer(
         first.send_signal(signal.SIGCONT)
     out, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
-    assert len(json.loads(out)["collections"][0]["added"]) == 399  # and a-0000.md changed
+    report = json.loads(out)["collections"][0]
+    assert len(report["added"]) == 399 and report["removed"] == ["a-old.md"], report
     assert second is not None
     out, err = second.communicate(timeout=300)
     assert second.returncode == 0, err
     assert json.loads(out)["collections"][0]["added"] == []  # the first had done it all
+
+    assert _unused_texts(postgres_url) == 0  # a's update ended alone: it deleted both texts
 
     listed = _run(postgres_url, "collection", "list", "--json")
     assert sorted(c["collection"]["name"] for c in json.loads(listed.stdout)) == ["a", "b"]  # not renamed

@@ -251,8 +251,10 @@ class PostgresBackend:
             if collection is None:
                 self._wait_for(conn, "pg_try_advisory_xact_lock", (LOCK_SPACE, WRITER_LOCK))
             else:
-                self._wait_for(conn, "pg_try_advisory_xact_lock_shared", (LOCK_SPACE, WRITER_LOCK))
+                # The collection's first: a writer waiting for it holds nothing, so it does not
+                # keep the one it waits for from finding itself alone (_prune_if_alone).
                 self._wait_for(conn, "pg_try_advisory_xact_lock", collection_lock(collection))
+                self._wait_for(conn, "pg_try_advisory_xact_lock_shared", (LOCK_SPACE, WRITER_LOCK))
                 conn.shared_writer = True
             yield
             for step in conn.before_commit:
