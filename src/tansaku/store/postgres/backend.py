@@ -28,12 +28,12 @@ from .migrations import SCHEMA_VERSION, current_version, migrate
 # tansaku_take_ids looks for other writers by LOCK_SPACE and WRITER_LOCK's numbers: keep them.
 LOCK_SPACE = 0x746E736B
 WRITER_LOCK = 1
-# A collection's writer lock: this space ("tnsc") and a hash of the collection's name (two names
-# with one hash only wait for each other).
-COLLECTION_SPACE = 0x746E7363
 MIGRATION_LOCK = 2
 # Commands of which one runs at a time on an index, beside the writer lock (SQLite's lock files).
 COMMAND_LOCKS = {"embed": 3}
+# A collection's writer lock: this space ("tnsc") and a hash of the collection's name (two names
+# with one hash only wait for each other).
+COLLECTION_SPACE = 0x746E7363
 CONNECT_TIMEOUT = 10  # seconds; libpq's default is to wait forever for a server that does not answer
 _POLL = 0.05
 
@@ -289,9 +289,8 @@ class PostgresBackend:
         otherwise."""
         if not conn.deferred_prunes:
             return
-        if not conn.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", (LOCK_SPACE, WRITER_LOCK)).fetchone()[
-            0
-        ]:
+        alone = conn.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", (LOCK_SPACE, WRITER_LOCK))
+        if not alone.fetchone()[0]:
             return
         for prune in list(conn.deferred_prunes.values()):
             prune()
