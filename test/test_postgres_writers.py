@@ -220,3 +220,38 @@ def test_updates_of_two_collections_overlap_and_one_collection_has_one_writer(
     doctor = _run(postgres_url, "doctor", "--deep", "--json")
     checks = {c["check"]: c["status"] for c in json.loads(doctor.stdout)}
     assert checks["index.keyword_totals"] == checks["index.term_stats"] == "ok", checks
+
+
+def test_three_updates_at_once_keep_every_count(
+    postgres_url: str, second_database: str, tmp_path: Path
+) -> None:
+    """Three collections' `update`s started together, none stopped: ids never collide (each
+    writer beside others takes the sequence's numbers) and no count is lost."""
+    names = ("x", "y", "z")
+    for name in names:
+        _write_corpus(tmp_path / name, name, 1)
+        added = _run(postgres_url, "collection", "add", str(tmp_path / name), "--name", name)
+        assert added.returncode == 0, added.stderr
+        for path in (tmp_path / name).iterdir():
+            path.unlink()
+        (tmp_path / name).rmdir()
+        _write_corpus(tmp_path / name, name, 150)
+    processes = [
+        subprocess.Popen(
+            _command(postgres_url, "update", "-c", name, "--json"),
+            env=_env(TANSAKU_LOCK_TIMEOUT="120"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in names
+    ]
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        assert len(json.loads(out)["collections"][0]["added"]) == 149
+    sequential = _run(second_database, "update", "--json")
+    assert sequential.returncode == 0, sequential.stderr
+    assert _statistics(postgres_url) == _statistics(second_database)
+    for query in QUERIES:
+        assert _results(postgres_url, query) == _results(second_database, query), query
