@@ -30,6 +30,8 @@ query to POST /search (limit 10, with snippets, as the CLI's --json) from one cl
 ``--clients`` clients at once (each its own keep-alive connection): both servers must give the
 same results, and p50 / p95 per backend are reported with the errors.
 A server keeps its read connections (SQLite's files, PostgreSQL's pool) between requests.
+With ``--vectors`` too, the servers are measured again on POST /vsearch once the corpus is
+embedded (the same paths and snippets, scores within 1e-4, count as the same answer).
 
 ``--transcripts N`` measures a corpus of N agent sessions instead (evals/corpus_transcripts.py,
 ``--messages`` records in all, generated in the temporary folder): cold ``update`` of a Claude and
@@ -48,8 +50,6 @@ MRR@10 per mode on each backend and every query whose reciprocal rank differs. T
 ``session`` too). By default PostgreSQL is given the vectors SQLite computed (the same model
 and texts), so its ``embed`` reuses them instead of running the model a second time (the
 costly part on 2 cores); ``--embed-both`` embeds on each.
-
-Not measured yet (docs/backends.md, the plan): vsearch and query with concurrent clients.
 """
 
 from __future__ import annotations
@@ -363,8 +363,11 @@ def eval_summary(entry: dict[str, Any]) -> str:
     )
 
 
-def measure_serve(report: dict[str, Any], url: str, work: Path, queries: list[str], clients: int) -> None:
-    """Both servers, one client then ``clients`` at once (module docstring)."""
+def measure_serve(
+    report: dict[str, Any], url: str, work: Path, queries: list[str], clients: int, endpoint: str = "search"
+) -> None:
+    """Both servers, one client then ``clients`` at once (module docstring), on POST /search or
+    /vsearch; the figures go to ``report["serve"]`` or ``report["serve_vsearch"]``."""
     import http.client
     import socket
     import threading
@@ -399,7 +402,7 @@ def measure_serve(report: dict[str, Any], url: str, work: Path, queries: list[st
             body = json.dumps({"query": query, "n": 10})
             started = time.perf_counter()
             try:
-                conn.request("POST", "/search", body, {"Content-Type": "application/json"})
+                conn.request("POST", f"/{endpoint}", body, {"Content-Type": "application/json"})
                 reply = conn.getresponse()
                 data = json.loads(reply.read())
             except (OSError, ValueError) as exc:
@@ -414,7 +417,8 @@ def measure_serve(report: dict[str, Any], url: str, work: Path, queries: list[st
 
     servers = {"sqlite": start(), "postgresql": start("--index", url)}
     answers: dict[str, dict[str, Any]] = {}
-    report["serve"] = {"clients": clients}
+    key = "serve" if endpoint == "search" else f"serve_{endpoint}"
+    report[key] = {"clients": clients}
     try:
         for name, (_, port) in servers.items():
             seen: dict[str, Any] = {}
@@ -433,7 +437,7 @@ def measure_serve(report: dict[str, Any], url: str, work: Path, queries: list[st
                 thread.join()
             wall = time.perf_counter() - started
             answers[name] = seen
-            report["serve"][name] = {
+            report[key][name] = {
                 "one_client_ms": {"p50": percentile(one, 0.5), "p95": percentile(one, 0.95)},
                 "clients_ms": {"p50": percentile(many, 0.5), "p95": percentile(many, 0.95)},
                 "requests_per_s": len(many) / wall if wall else 0.0,
@@ -444,12 +448,20 @@ def measure_serve(report: dict[str, Any], url: str, work: Path, queries: list[st
         for process, _ in servers.values():
             process.terminate()
             process.wait(timeout=15)
-    same = [q for q in queries if answers["sqlite"].get(q) == answers["postgresql"].get(q)]
-    report["serve"]["identical"] = len(same)
+    same = [q for q in queries if _same_answer(answers["sqlite"].get(q), answers["postgresql"].get(q))]
+    report[key]["identical"] = len(same)
 
 
-def serve_summary(report: dict[str, Any]) -> str:
-    serve = report["serve"]
+def _same_answer(a: list[Any] | None, b: list[Any] | None) -> bool:
+    """The same paths and snippets in the same order, scores within 1e-4 (a vector score is a
+    float32 cosine on both backends; keyword scores are equal)."""
+    if a is None or b is None or len(a) != len(b):
+        return False
+    return all(x[0] == y[0] and x[2] == y[2] and abs(x[1] - y[1]) <= 1e-4 for x, y in zip(a, b, strict=True))
+
+
+def serve_summary(report: dict[str, Any], key: str = "serve") -> str:
+    serve = report[key]
     parts = [
         f"{name} one client p50/p95 {s['one_client_ms']['p50']:.1f}/{s['one_client_ms']['p95']:.1f} ms,"
         f" {serve['clients']} clients {s['clients_ms']['p50']:.1f}/{s['clients_ms']['p95']:.1f} ms"
@@ -457,7 +469,7 @@ def serve_summary(report: dict[str, Any]) -> str:
         for name, s in serve.items()
         if isinstance(s, dict)
     ]
-    return f"  serve: {serve['identical']}/{report['queries']} identical answers; " + "; ".join(parts)
+    return f"  {key}: {serve['identical']}/{report['queries']} identical answers; " + "; ".join(parts)
 
 
 def measure_transcripts(url: str, work: Path, sessions: int, messages: int) -> dict[str, Any]:
@@ -636,6 +648,9 @@ def main() -> None:
                 print(vector_summary(report), flush=True)
                 for item in report["vector_differ"]:
                     print(f"  vsearch differs: {item['query']!r}", flush=True)
+                if args.serve:
+                    measure_serve(report, url, work / corpus, queries, args.clients, "vsearch")
+                    print(serve_summary(report, "serve_vsearch"), flush=True)
     if args.json:
         args.json.write_text(json.dumps(reports, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 # The PostgreSQL server fixtures (postgres_server, postgres_url) for the backend's tests.
-from .postgres_fixture import postgres_server, postgres_url  # noqa: F401
+from .postgres_fixture import own_postgres_server, postgres_server, postgres_url  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "fixtures" / "sample"

@@ -80,6 +80,7 @@ class _Server:
         self.root = Path(tempfile.mkdtemp(prefix="tansaku-pg-"))
         self.data = self.root / "data"
         self.user = _UNPRIVILEGED if os.geteuid() == 0 else None
+        self.url = ""
         if self.user is not None:
             shutil.chown(self.root, self.user)
             self.root.chmod(0o755)
@@ -109,11 +110,19 @@ class _Server:
     def start(self) -> str:
         self._run("initdb", "-D", str(self.data), "--auth=trust", "-U", "postgres", "--encoding=UTF8",
                   "--locale=C", "-N")  # fmt: skip
+        self.resume()
+        return f"postgresql://postgres@/postgres?host={quote(str(self.root), safe='')}"
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data (a database restart's first half)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
         # fsync off: a test server's data is thrown away; durability costs seconds per test run.
         options = f"-c listen_addresses='' -k {self.root} -c fsync=off -c full_page_writes=off"
-        log = str(self.root / "server.log")
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", log, "-w", "start")
-        return f"postgresql://postgres@/postgres?host={quote(str(self.root), safe='')}"
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "server.log"), "-w", "start"
+        )
 
     def stop(self) -> None:
         with contextlib.suppress(RuntimeError):
@@ -138,6 +147,26 @@ def postgres_server() -> Iterator[str]:
     server = _Server(bin_dir)
     try:
         yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def own_postgres_server() -> Iterator[_Server]:
+    """A server of the test's own (started, its ``postgres`` database's URL in ``url``), for a
+    test that stops and starts it."""
+    missing = _missing()
+    if missing is not None:
+        if postgres_required():
+            pytest.fail(f"{REQUIRE_ENV}=1 but {missing}")
+        pytest.skip(missing)
+    bin_dir = _bin_dir()
+    if bin_dir is None:
+        pytest.skip("no server binaries to start one of the test's own (only a given URL)")
+    server = _Server(bin_dir)
+    try:
+        server.url = server.start()
+        yield server
     finally:
         server.stop()
 

@@ -291,8 +291,9 @@ def test_doctor_checks_the_server_and_the_statistics_ranking_rests_on(cli, postg
     assert checks["index"][0] == checks["index.keyword_totals"][0] == checks["index.term_stats"][0] == "ok"
     assert "config.keys" not in checks  # [index] is a known table
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute("UPDATE term_stats SET df = df + 1 WHERE term = 'backup'")
-        conn.execute("UPDATE keyword_totals SET tokens = tokens + 7")
+        # kept per collection (the views term_stats and keyword_totals sum them)
+        conn.execute("UPDATE collection_term_stats SET df = df + 1 WHERE term = 'backup'")
+        conn.execute("UPDATE collection_keyword_totals SET tokens = tokens + 7")
     code, checks = _doctor(cli, postgres_url, "--deep")
     assert code == 4
     assert checks["index.term_stats"][0] == "fail" and "(backup)" in checks["index.term_stats"][1]

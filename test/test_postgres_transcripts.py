@@ -305,10 +305,27 @@ def test_doctor_checks_the_turn_totals(cli: Cli, postgres_url: str, corpus: Path
     checks = {c["check"]: (c["status"], c["detail"]) for c in result.json()}
     assert result.exit_code == 0 and checks["index.turn_totals"][0] == "ok", checks
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute("UPDATE turn_totals SET turns = turns - 1")
+        conn.execute("UPDATE collection_turn_totals SET turns = turns - 1")  # summed by turn_totals
     result = cli("--index", postgres_url, "doctor", "--json")
     checks = {c["check"]: (c["status"], c["detail"]) for c in result.json()}
     assert result.exit_code == 4 and checks["index.turn_totals"][0] == "fail", checks
+
+
+def _undo_version_6(conn: Any) -> None:
+    """The tables as version 5 had them: one row of frequencies per term, one of totals."""
+    conn.execute("DROP FUNCTION tansaku_take_ids")
+    conn.execute("DROP SEQUENCE document_ids, turn_ids")
+    conn.execute("DROP VIEW term_stats, keyword_totals, turn_totals")
+    conn.execute(
+        "CREATE TABLE term_stats AS"
+        " SELECT term, sum(df)::integer AS df FROM collection_term_stats GROUP BY term"
+    )
+    conn.execute("ALTER TABLE term_stats ADD PRIMARY KEY (term)")
+    for table, columns in (("keyword_totals", "docs, tokens"), ("turn_totals", "turns, tokens")):
+        sums = ", ".join(f"coalesce(sum({c}), 0)::bigint AS {c}" for c in columns.split(", "))
+        conn.execute(f"CREATE TABLE {table} AS SELECT true AS one, {sums} FROM collection_{table}")
+        conn.execute(f"DROP TABLE collection_{table}")
+    conn.execute("DROP TABLE collection_term_stats")
 
 
 def test_a_version_4_database_is_upgraded_by_update(cli: Cli, postgres_url: str, corpus: Path) -> None:
@@ -320,6 +337,7 @@ def test_a_version_4_database_is_upgraded_by_update(cli: Cli, postgres_url: str,
     assert cli(*pg, "collection", "add", corpus / "sample", "--name", "sample").exit_code == 0
     before = _search(cli, pg, "search", "backup")
     with psycopg.connect(postgres_url, autocommit=True) as conn:
+        _undo_version_6(conn)
         for table in (
             "transcript_sessions",
             "transcript_runs",

@@ -81,7 +81,7 @@ def _one(
         work = indexing.plan(conn, collection, max_file_bytes, callback)
     else:
         try:
-            with backend.write_lock(conn, f"update {collection.name}"):
+            with backend.write_lock(conn, f"update {collection.name}", collection=collection.name):
                 work = indexing.plan(conn, collection, max_file_bytes, callback)
                 chunking = ChunkingSummary()
                 indexing.apply(conn, collection, work, callback, chunking)
@@ -110,7 +110,7 @@ def _transcripts(
     if dry_run:
         return transcripts.report(collection, transcripts.plan(conn, collection, callback))
     try:
-        with backend.write_lock(conn, f"update {collection.name}"):
+        with backend.write_lock(conn, f"update {collection.name}", collection=collection.name):
             work = transcripts.plan(conn, collection, callback)
             result = transcripts.apply(conn, collection, work, callback)
             vector_store.prune_if_present(conn, keep_unlinked=True)

@@ -63,8 +63,12 @@ class Backend(Protocol):
         """A write connection (creating and migrating the index as needed); the caller closes it."""
         ...
 
-    def write_lock(self, conn: Any, command: str) -> contextlib.AbstractContextManager[None]:
-        """One writer at a time; the block is one transaction, committed at its end."""
+    def write_lock(
+        self, conn: Any, command: str, collection: str | None = None
+    ) -> contextlib.AbstractContextManager[None]:
+        """A write transaction, committed at the block's end. ``collection`` names the only one
+        the block writes (an `update`): PostgreSQL then lets writers of other collections run
+        beside it; without it, and always on SQLite, one writer at a time."""
         ...
 
     def translate(self, exc: BaseException) -> Exception:
@@ -120,7 +124,9 @@ class SqliteBackend:
 
         return db.open_write(self.path)
 
-    def write_lock(self, conn: Any, command: str) -> contextlib.AbstractContextManager[None]:
+    def write_lock(
+        self, conn: Any, command: str, collection: str | None = None
+    ) -> contextlib.AbstractContextManager[None]:
         from . import db
 
         return db.write_lock(conn, self.path, command)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -23,14 +24,22 @@ from ...errors import (
 from ..db import LOCK_TIMEOUT_ENV, lock_timeout
 from .migrations import SCHEMA_VERSION, current_version, migrate
 
-# pg_advisory locks are named by two int4s: tansaku's ("tnsk") and what it guards.
+# pg_advisory locks are named by two int4s: tansaku's ("tnsk") and what it guards. Migration 6's
+# tansaku_take_ids looks for other writers by LOCK_SPACE and WRITER_LOCK's numbers: keep them.
 LOCK_SPACE = 0x746E736B
 WRITER_LOCK = 1
 MIGRATION_LOCK = 2
 # Commands of which one runs at a time on an index, beside the writer lock (SQLite's lock files).
 COMMAND_LOCKS = {"embed": 3}
+# A collection's writer lock: this space ("tnsc") and a hash of the collection's name (two names
+# with one hash only wait for each other).
+COLLECTION_SPACE = 0x746E7363
 CONNECT_TIMEOUT = 10  # seconds; libpq's default is to wait forever for a server that does not answer
 _POLL = 0.05
+
+
+def collection_lock(name: str) -> tuple[int, int]:
+    return COLLECTION_SPACE, zlib.crc32(name.encode("utf-8")) & 0x7FFFFFFF
 
 
 def _driver() -> Any:
@@ -82,6 +91,10 @@ class PgConnection:
         self.keyword_rows: Any = None
         self.before_commit: list[Callable[[], None]] = []
         self.vector_types = False  # pgvector's type registered (vectors.load_extension)
+        # A collection's writer (write_lock): other writers may run beside it, so its prunes wait
+        # for COMMIT and run only if it is alone then (PostgresBackend._prune_if_alone).
+        self.shared_writer = False
+        self.deferred_prunes: dict[str, Callable[[], object]] = {}
 
     def execute(self, sql: str, params: Any = None) -> Any:
         return self.raw.execute(sql, params)
@@ -210,6 +223,8 @@ class PostgresBackend:
                 # Two first commands may race to create the tables: one migrates, the other waits.
                 conn.execute("BEGIN")
                 conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, MIGRATION_LOCK))
+                # ... and not beside a writer (of any collection) using the tables it changes.
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, WRITER_LOCK))
                 migrate(conn)
                 conn.execute("COMMIT")
         except psycopg.Error as exc:
@@ -221,23 +236,30 @@ class PostgresBackend:
         return conn
 
     @contextlib.contextmanager
-    def write_lock(self, conn: PgConnection, command: str = "tansaku") -> Iterator[None]:
-        """One writer at a time (a transaction-scoped advisory lock, released at COMMIT or
-        ROLLBACK, also when the process dies); it waits up to the lock timeout, then fails naming
-        the holder. Readers never wait for it."""
+    def write_lock(
+        self, conn: PgConnection, command: str = "tansaku", collection: str | None = None
+    ) -> Iterator[None]:
+        """A write transaction. With ``collection`` (an `update`), one writer per collection: the
+        index lock shared, the collection's exclusive, so writers of other collections run beside
+        it. Without (`collection remove`/`rename`, `embed`'s batches), the index lock exclusive:
+        it waits for every writer and keeps new ones out until COMMIT. Transaction-scoped advisory
+        locks, released at COMMIT or ROLLBACK, also when the process dies; a lock not had within
+        the lock timeout fails naming its holder. Readers never wait for either."""
         conn.execute("BEGIN")
         try:
             conn.execute("SELECT set_config('application_name', %s, true)", (f"tansaku {command}"[:63],))
-            deadline = time.monotonic() + lock_timeout()
-            while not conn.execute(
-                "SELECT pg_try_advisory_xact_lock(%s, %s)", (LOCK_SPACE, WRITER_LOCK)
-            ).fetchone()[0]:
-                if time.monotonic() >= deadline:
-                    raise self._locked(conn)
-                time.sleep(_POLL)
+            if collection is None:
+                self._wait_for(conn, "pg_try_advisory_xact_lock", (LOCK_SPACE, WRITER_LOCK))
+            else:
+                # The collection's first: a writer waiting for it holds nothing, so it does not
+                # keep the one it waits for from finding itself alone (_prune_if_alone).
+                self._wait_for(conn, "pg_try_advisory_xact_lock", collection_lock(collection))
+                self._wait_for(conn, "pg_try_advisory_xact_lock_shared", (LOCK_SPACE, WRITER_LOCK))
+                conn.shared_writer = True
             yield
             for step in conn.before_commit:
                 step()
+            self._prune_if_alone(conn)
             # A reader that keeps vectors (ChangeWatch below) sees the index changed.
             conn.execute("UPDATE index_changes SET version = version + 1")
             conn.execute("COMMIT")
@@ -248,6 +270,30 @@ class PostgresBackend:
                 with contextlib.suppress(Exception):
                     conn.execute("ROLLBACK")
             raise
+        finally:
+            conn.shared_writer = False
+            conn.deferred_prunes.clear()
+
+    def _wait_for(self, conn: PgConnection, function: str, key: tuple[int, int]) -> None:
+        deadline = time.monotonic() + lock_timeout()
+        while not conn.execute(f"SELECT {function}(%s, %s)", key).fetchone()[0]:
+            if time.monotonic() >= deadline:
+                raise self._locked(conn, key)
+            time.sleep(_POLL)
+
+    def _prune_if_alone(self, conn: PgConnection) -> None:
+        """Deleting what no document uses any more (texts, chunks, vectors' links, old
+        extractions) is safe only with no other writer about: one may be about to use a row it
+        saw. A collection writer does it at its end if it can have the index lock exclusive at
+        once (no one else writing; held to COMMIT, a moment), and leaves it to a later writer
+        otherwise."""
+        if not conn.deferred_prunes:
+            return
+        alone = conn.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", (LOCK_SPACE, WRITER_LOCK))
+        if not alone.fetchone()[0]:
+            return
+        for prune in list(conn.deferred_prunes.values()):
+            prune()
 
     @contextlib.contextmanager
     def command_lock(self, conn: PgConnection, name: str) -> Iterator[None]:
@@ -286,12 +332,13 @@ class PostgresBackend:
 
         return ReaderPool(self)
 
-    def _locked(self, conn: PgConnection) -> IndexLocked:
+    def _locked(self, conn: PgConnection, key: tuple[int, int]) -> IndexLocked:
         row = conn.execute(
             "SELECT a.pid, a.application_name, a.client_addr, a.xact_start FROM pg_locks AS l"
             " JOIN pg_stat_activity AS a ON a.pid = l.pid"
-            " WHERE l.locktype = 'advisory' AND l.classid = %s AND l.objid = %s AND l.granted",
-            (LOCK_SPACE, WRITER_LOCK),
+            " WHERE l.locktype = 'advisory' AND l.classid = %s AND l.objid = %s AND l.objsubid = 2"
+            " AND l.granted AND l.pid <> pg_backend_pid() ORDER BY a.xact_start LIMIT 1",
+            key,
         ).fetchone()
         who = ""
         if row is not None:

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..chunks import ChunkRun, StoredChunk
+from .db import deferred
 
 
 def chunked_hashes(conn: Any, params: str, hashes: Iterable[str]) -> set[str]:
@@ -110,6 +111,11 @@ def chunks_of(conn: Any, content_hash: str, params: str) -> tuple[ChunkRun, list
 
 def prune_chunks(conn: Any) -> None:
     """Drop chunks of texts no document has any more."""
+    if not deferred(conn, "chunks", lambda: _prune_chunks(conn)):
+        _prune_chunks(conn)
+
+
+def _prune_chunks(conn: Any) -> None:
     conn.execute(
         "DELETE FROM chunks AS k WHERE NOT EXISTS (SELECT 1 FROM content AS c WHERE c.hash = k.hash)"
     )

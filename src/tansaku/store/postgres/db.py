@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -12,3 +13,13 @@ def has_table(conn: Any, name: str) -> bool:
 
 def read_snapshot(conn: Any) -> None:
     """Nothing to start: a PostgreSQL read block is one REPEATABLE READ transaction already."""
+
+
+def deferred(conn: Any, name: str, prune: Callable[[], object]) -> bool:
+    """Whether ``prune`` is left to the end of a collection writer's transaction (it runs then if
+    no other writer is about: PostgresBackend._prune_if_alone); False for any other writer,
+    which runs it now."""
+    if not getattr(conn, "shared_writer", False):
+        return False
+    conn.deferred_prunes.setdefault(name, prune)
+    return True

@@ -16,6 +16,7 @@ from ..documents import BM25_WEIGHTS, FtsText, StoredDocument
 from ..fields import DocumentFilter
 from . import bm25_sql
 from .bm25_sql import DOCUMENT_POSTINGS
+from .db import deferred
 from .expression import Expression, Phrase, parse
 from .tokens import column_tokens
 
@@ -138,7 +139,10 @@ class _KeywordRows:
     """The keyword rows of one write transaction, sent in batches: a COPY of many documents'
     postings and one upsert of the term frequencies' net changes, instead of several statements
     per document (a cold update of 120 man pages went from 14 s to 7.6 s). Flushed when large,
-    before a document's rows are read back, and before COMMIT (PgConnection.before_commit)."""
+    before a document's rows are read back, and before COMMIT (PgConnection.before_commit).
+
+    Frequencies and totals are kept per collection (migration 6; the views ``term_stats`` and
+    ``keyword_totals`` sum them), so writers of two collections never touch one row."""
 
     ROWS = 50_000
 
@@ -146,11 +150,12 @@ class _KeywordRows:
         self.conn = conn
         self.rows: list[tuple[str, int, int, str]] = []
         self.docs: set[int] = set()
-        self.df: Counter[str] = Counter()
-        self.documents = 0
-        self.tokens = 0
+        self.df: Counter[tuple[str, str]] = Counter()  # (term, collection): net change
+        self.totals: dict[str, list[int]] = {}  # collection: [documents, tokens]
 
-    def add(self, doc_id: int, places: dict[tuple[str, int], list[int]], tokens: int) -> None:
+    def add(
+        self, doc_id: int, collection: str, places: dict[tuple[str, int], list[int]], tokens: int
+    ) -> None:
         # The positions as an array literal: COPY's text format parses it, and psycopg's dumping
         # of a list of ints cost more than the rest of the row (1.7 s of 7 s for 120 man pages).
         self.rows.extend(
@@ -158,39 +163,57 @@ class _KeywordRows:
             for (term, column), at in places.items()
         )
         self.docs.add(doc_id)
-        self.df.update({term for term, _ in places})
-        self.documents += 1
-        self.tokens += tokens
+        self.df.update({(term, collection) for term, _ in places})
+        self._count(collection, 1, tokens)
         if len(self.rows) >= self.ROWS:
             self.flush()
 
-    def remove(self, terms: Iterable[str], tokens: int) -> None:
-        self.df.subtract(set(terms))
-        self.documents -= 1
-        self.tokens -= tokens
+    def remove(self, collection: str, terms: Iterable[str], tokens: int) -> None:
+        self.df.subtract({(term, collection) for term in terms})
+        self._count(collection, -1, -tokens)
+
+    def _count(self, collection: str, documents: int, tokens: int) -> None:
+        totals = self.totals.setdefault(collection, [0, 0])
+        totals[0] += documents
+        totals[1] += tokens
 
     def flush(self) -> None:
         if self.rows:
             with self.conn.copy("COPY postings (term, doc_id, col, positions) FROM STDIN") as copy:
                 for row in self.rows:
                     copy.write_row(row)
-        changed = sorted(term for term, delta in self.df.items() if delta)  # one lock order for all writers
+        changed = sorted(key for key, delta in self.df.items() if delta)  # one lock order for all writers
         if changed:
             self.conn.execute(
-                "INSERT INTO term_stats (term, df) SELECT * FROM unnest(%s::text[], %s::integer[])"
-                " ON CONFLICT (term) DO UPDATE SET df = term_stats.df + excluded.df",
-                (changed, [self.df[term] for term in changed]),
+                "INSERT INTO collection_term_stats (term, collection, df)"
+                " SELECT * FROM unnest(%s::text[], %s::text[], %s::integer[])"
+                " ON CONFLICT (term, collection) DO UPDATE SET df = collection_term_stats.df + excluded.df",
+                ([t for t, _ in changed], [c for _, c in changed], [self.df[key] for key in changed]),
             )
-            fewer = [term for term in changed if self.df[term] < 0]
+            fewer = [key for key in changed if self.df[key] < 0]
             if fewer:
-                self.conn.execute("DELETE FROM term_stats WHERE term = ANY(%s) AND df <= 0", (fewer,))
-        if self.documents or self.tokens:
+                self.conn.execute(
+                    "DELETE FROM collection_term_stats AS s"
+                    " USING unnest(%s::text[], %s::text[]) AS f (term, collection)"
+                    " WHERE s.term = f.term AND s.collection = f.collection AND s.df <= 0",
+                    ([t for t, _ in fewer], [c for _, c in fewer]),
+                )
+        for collection, (documents, tokens) in sorted(self.totals.items()):
+            if not (documents or tokens):
+                continue
             self.conn.execute(
-                "UPDATE keyword_totals SET docs = docs + %s, tokens = tokens + %s",
-                (self.documents, self.tokens),
+                "INSERT INTO collection_keyword_totals (collection, docs, tokens) VALUES (%s, %s, %s)"
+                " ON CONFLICT (collection) DO UPDATE SET"
+                " docs = collection_keyword_totals.docs + excluded.docs,"
+                " tokens = collection_keyword_totals.tokens + excluded.tokens",
+                (collection, documents, tokens),
             )
-        self.rows, self.docs, self.df = [], set(), Counter()
-        self.documents = self.tokens = 0
+            if documents < 0:
+                self.conn.execute(
+                    "DELETE FROM collection_keyword_totals WHERE collection = %s AND docs = 0 AND tokens = 0",
+                    (collection,),
+                )
+        self.rows, self.docs, self.df, self.totals = [], set(), Counter(), {}
 
 
 def _batch(conn: Any) -> _KeywordRows:
@@ -214,24 +237,24 @@ def _unindex(conn: Any, doc_id: int) -> None:
     batch = _batch(conn)
     if doc_id in batch.docs:
         batch.flush()  # its postings must be in the table to be read back and deleted
-    row = conn.execute("SELECT fts_tokens FROM documents WHERE id = %s", (doc_id,)).fetchone()
+    row = conn.execute("SELECT fts_tokens, collection FROM documents WHERE id = %s", (doc_id,)).fetchone()
     if row is None:
         return
     terms = [
         term for (term,) in conn.execute("SELECT DISTINCT term FROM postings WHERE doc_id = %s", (doc_id,))
     ]
     conn.execute("DELETE FROM postings WHERE doc_id = %s", (doc_id,))
-    batch.remove(terms, int(row[0]))
+    batch.remove(row[1], terms, int(row[0]))
 
 
 def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> int:
     places, lengths = _places(fts)
     row = conn.execute(
-        # The id SQLite would give the row (one more than the largest): ties in ranking go by id,
-        # so both backends must number documents alike. One writer at a time makes this safe.
+        # The id SQLite would give the row (one more than the largest) while this writer is alone:
+        # ties in ranking go by id, so both backends number documents alike (migrations.py).
         "INSERT INTO documents (id, collection, path, hash, title, size, mtime_ns, line_count, repaired,"
         " indexed_at, fts_path, fts_title, fts_body, fts_headings, fts_options, fts_lengths, fts_tokens)"
-        " VALUES ((SELECT coalesce(max(id), 0) + 1 FROM documents),"
+        " VALUES ((tansaku_take_ids('document_ids', 'documents', 1))[1],"
         " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
         (
             doc.collection,
@@ -253,7 +276,7 @@ def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> 
         ),
     ).fetchone()
     doc_id = int(row[0])
-    _batch(conn).add(doc_id, places, sum(lengths))
+    _batch(conn).add(doc_id, doc.collection, places, sum(lengths))
     return doc_id
 
 
@@ -291,7 +314,11 @@ def move_document(
             "UPDATE documents SET fts_lengths = %s, fts_tokens = %s WHERE id = %s",
             (lengths, sum(lengths), doc_id),
         )
-        _batch(conn).add(doc_id, places, sum(lengths))
+        _batch(conn).add(doc_id, collection_of(conn, doc_id), places, sum(lengths))
+
+
+def collection_of(conn: Any, doc_id: int) -> str:
+    return str(conn.execute("SELECT collection FROM documents WHERE id = %s", (doc_id,)).fetchone()[0])
 
 
 def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
@@ -299,6 +326,12 @@ def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
 
 
 def prune_content(conn: Any) -> int:
+    if deferred(conn, "content", lambda: _prune_content(conn)):
+        return 0
+    return _prune_content(conn)
+
+
+def _prune_content(conn: Any) -> int:
     cursor = conn.execute(
         "DELETE FROM content AS c WHERE NOT EXISTS (SELECT 1 FROM documents AS d WHERE d.hash = c.hash)"
     )
@@ -315,7 +348,10 @@ def forget_collection_state(conn: Any, collection: str) -> None:
 
 
 def rename_collection(conn: Any, old: str, new: str) -> None:
-    conn.execute("UPDATE documents SET collection = %s WHERE collection = %s", (new, old))
+    _batch(conn).flush()  # the old name's net changes first
+    kept = ("documents", "collection_term_stats", "collection_keyword_totals", "collection_turn_totals")
+    for table in kept:
+        conn.execute(f"UPDATE {table} SET collection = %s WHERE collection = %s", (new, old))
     conn.execute("UPDATE collection_state SET name = %s WHERE name = %s", (new, old))
 
 

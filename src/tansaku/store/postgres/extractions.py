@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..extractions import StoredExtraction
+from .db import deferred
 
 
 def get(conn: Any, content_hash: str, extractor: str) -> StoredExtraction | None:
@@ -59,6 +60,12 @@ def mark_seen(conn: Any, keys: Iterable[tuple[str, str]], seen_at: str) -> None:
 
 
 def prune(conn: Any, older_than: str) -> int:
+    if deferred(conn, "extractions", lambda: _prune(conn, older_than)):
+        return 0
+    return _prune(conn, older_than)
+
+
+def _prune(conn: Any, older_than: str) -> int:
     cursor = conn.execute(
         "DELETE FROM extractions AS x WHERE seen_at < %s"
         " AND NOT EXISTS (SELECT 1 FROM documents AS d WHERE d.hash = x.hash)",

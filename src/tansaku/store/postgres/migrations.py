@@ -269,6 +269,81 @@ CREATE TABLE turn_totals (
 INSERT INTO turn_totals (one, turns, tokens) VALUES (true, 0, 0)
 """
 
+# Version 6: writers per collection (backend.py's write_lock). Two `update`s of two collections run
+# at once, so nothing both write may be one row: the document frequencies and the totals BM25
+# needs are kept per collection (``collection_*`` tables) and summed by the views that keep the
+# old names, which every reader reads; ids come from ``tansaku_take_ids`` below.
+_V6 = """
+CREATE TABLE collection_term_stats (
+    term text COLLATE "C" NOT NULL,
+    collection text COLLATE "C" NOT NULL,
+    df integer NOT NULL,
+    PRIMARY KEY (term, collection)
+);
+INSERT INTO collection_term_stats (term, collection, df)
+    SELECT p.term, d.collection, count(DISTINCT p.doc_id) FROM postings AS p
+    JOIN documents AS d ON d.id = p.doc_id GROUP BY p.term, d.collection;
+DROP TABLE term_stats;
+CREATE VIEW term_stats AS SELECT term, sum(df)::integer AS df FROM collection_term_stats GROUP BY term;
+
+CREATE TABLE collection_keyword_totals (
+    collection text COLLATE "C" PRIMARY KEY,
+    docs bigint NOT NULL,
+    tokens bigint NOT NULL
+);
+INSERT INTO collection_keyword_totals (collection, docs, tokens)
+    SELECT collection, count(*), coalesce(sum(fts_tokens), 0) FROM documents GROUP BY collection;
+DROP TABLE keyword_totals;
+CREATE VIEW keyword_totals AS SELECT coalesce(sum(docs), 0)::bigint AS docs,
+    coalesce(sum(tokens), 0)::bigint AS tokens FROM collection_keyword_totals;
+
+CREATE TABLE collection_turn_totals (
+    collection text COLLATE "C" PRIMARY KEY,
+    turns bigint NOT NULL,
+    tokens bigint NOT NULL
+);
+INSERT INTO collection_turn_totals (collection, turns, tokens)
+    SELECT d.collection, count(*), coalesce(sum(t.fts_tokens), 0) FROM transcript_turns AS t
+    JOIN documents AS d ON d.id = t.doc_id GROUP BY d.collection;
+DROP TABLE turn_totals;
+CREATE VIEW turn_totals AS SELECT coalesce(sum(turns), 0)::bigint AS turns,
+    coalesce(sum(tokens), 0)::bigint AS tokens FROM collection_turn_totals;
+
+CREATE SEQUENCE document_ids;
+SELECT setval('document_ids', coalesce(max(id), 0) + 1, false) FROM documents;
+CREATE SEQUENCE turn_ids;
+SELECT setval('turn_ids', coalesce(max(id), 0) + 1, false) FROM transcript_turns
+"""
+
+# ``tansaku_take_ids(sequence, table, n)``: n new ids for a table. SQLite numbers a row one more than the
+# largest, and ties in ranking go by id, so a writer alone on the index does the same; beside
+# another writer (whose rows it cannot see yet) it takes the sequence's numbers. The numbers are
+# reserved before the check, so a writer that starts after it numbers past them either way: the
+# sequence stays at or above every id given. Writers show themselves by the shared lock on the
+# index (backend.py: LOCK_SPACE, WRITER_LOCK), which each holds until its COMMIT.
+_TAKE_IDS = """
+CREATE FUNCTION tansaku_take_ids(sequence regclass, tbl regclass, n integer) RETURNS bigint[]
+LANGUAGE plpgsql VOLATILE AS $body$
+DECLARE
+    reserved bigint[] := ARRAY(SELECT nextval(sequence) FROM generate_series(1, n));
+    top bigint;
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 1953395563
+               AND objid = 1 AND objsubid = 2 AND granted AND pid <> pg_backend_pid()) THEN
+        RETURN reserved;
+    END IF;
+    EXECUTE format('SELECT coalesce(max(id), 0) FROM %s', tbl) INTO top;
+    RETURN ARRAY(SELECT top + g FROM generate_series(1, n) AS g);
+END
+$body$
+"""
+
+
+def _v6(conn: Any) -> None:
+    _script(_V6)(conn)
+    conn.execute(_TAKE_IDS)
+
+
 Migration = Callable[[Any], None]
 
 
@@ -281,7 +356,7 @@ def _script(sql: str) -> Migration:
     return run
 
 
-MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4), _script(_V5)]
+MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4), _script(_V5), _v6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

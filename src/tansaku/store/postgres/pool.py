@@ -7,6 +7,10 @@ inside another on the same thread shares the outer one's connection and snapshot
 runs a keyword search inside its own read block). Each outermost block checks the schema and
 opens its own REPEATABLE READ READ ONLY transaction, as ``PostgresBackend.reading`` does, so it
 sees every commit made before it began.
+
+When the database restarts, the request that meets a dead connection fails with
+INDEX_UNREACHABLE (never a 500, never a wait past CONNECT_TIMEOUT); the pool then tests its idle
+connections and replaces the dead ones, so the next requests are served without a server restart.
 """
 
 from __future__ import annotations
@@ -118,7 +122,13 @@ class ReaderPool:
             with contextlib.suppress(psycopg.Error):
                 if not raw.closed and conn.in_transaction:
                     conn.execute("ROLLBACK")
+            lost = raw.broken or raw.closed
             pool.putconn(raw)  # a broken connection is discarded and replaced by the pool
+            if lost:
+                # The server went away (a restart, a failover): the kept idle connections are as
+                # dead as this one. This request has failed (INDEX_UNREACHABLE); test the others
+                # now, so that the next requests get live ones instead of failing one by one.
+                pool.check()
 
     def close(self) -> None:
         with self._opening:

@@ -18,6 +18,7 @@ from ..documents import FtsText
 from ..transcripts import GroupRow, SessionFacts, StoredSession, TurnFilter, TurnRow, TurnView
 from . import bm25_sql, documents
 from .bm25_sql import TURN_POSTINGS
+from .db import deferred
 from .expression import Phrase, parse
 from .tokens import text_positions
 
@@ -126,11 +127,14 @@ def put_turns(conn: Any, doc_id: int, turns: Sequence[TurnRow]) -> None:
     """The turns' rows and their keyword postings, each sent in one COPY."""
     if not turns:
         return
-    largest = conn.execute("SELECT coalesce(max(id), 0) FROM transcript_turns").fetchone()[0]
+    # Numbered as SQLite numbers them while this writer is alone (migrations.py: tansaku_take_ids).
+    ids = conn.execute(
+        "SELECT tansaku_take_ids('turn_ids', 'transcript_turns', %s)", (len(turns),)
+    ).fetchone()[0]
     rows: list[tuple[Any, ...]] = []
     postings: list[tuple[str, int, str]] = []
     total_tokens = 0
-    for turn_id, turn in enumerate(turns, start=int(largest) + 1):
+    for turn_id, turn in zip(ids, turns, strict=True):
         places: dict[str, list[int]] = {}
         tokens = text_positions(turn.fts_text)
         for at, term in tokens:
@@ -168,7 +172,25 @@ def put_turns(conn: Any, doc_id: int, turns: Sequence[TurnRow]) -> None:
         with conn.copy("COPY turn_postings (term, turn_id, positions) FROM STDIN") as copy:
             for posting in postings:
                 copy.write_row(posting)
-    conn.execute("UPDATE turn_totals SET turns = turns + %s, tokens = tokens + %s", (len(rows), total_tokens))
+    _count_turns(conn, doc_id, len(rows), total_tokens)
+
+
+def _count_turns(conn: Any, doc_id: int, turns: int, tokens: int) -> None:
+    """Turns and tokens kept per collection (summed by the view turn_totals): two collections'
+    writers never wait on one row."""
+    conn.execute(
+        "INSERT INTO collection_turn_totals (collection, turns, tokens)"
+        " SELECT collection, %s, %s FROM documents WHERE id = %s"
+        " ON CONFLICT (collection) DO UPDATE SET turns = collection_turn_totals.turns + excluded.turns,"
+        " tokens = collection_turn_totals.tokens + excluded.tokens",
+        (turns, tokens, doc_id),
+    )
+    if turns < 0:
+        conn.execute(
+            "DELETE FROM collection_turn_totals WHERE turns = 0 AND tokens = 0"
+            " AND collection = (SELECT collection FROM documents WHERE id = %s)",
+            (doc_id,),
+        )
 
 
 def _delete_turns(conn: Any, doc_id: int) -> None:
@@ -181,7 +203,7 @@ def _delete_turns(conn: Any, doc_id: int) -> None:
         "DELETE FROM turn_postings WHERE turn_id IN (SELECT id FROM transcript_turns WHERE doc_id = %s)",
         (doc_id,),
     )
-    conn.execute("UPDATE turn_totals SET turns = turns - %s, tokens = tokens - %s", (int(count), int(tokens)))
+    _count_turns(conn, doc_id, -int(count), -int(tokens))
     conn.execute("DELETE FROM transcript_turns WHERE doc_id = %s", (doc_id,))
 
 
@@ -244,7 +266,7 @@ def replace_text(
             doc_id,
         ),
     )
-    documents._batch(conn).add(doc_id, places, sum(lengths))
+    documents._batch(conn).add(doc_id, documents.collection_of(conn, doc_id), places, sum(lengths))
 
 
 def copy_vectors(conn: Any, old_hash: str, new_hash: str, params: str) -> None:
@@ -260,7 +282,13 @@ def copy_vectors(conn: Any, old_hash: str, new_hash: str, params: str) -> None:
 
 def drop_texts(conn: Any, hashes: Iterable[str]) -> None:
     """Texts a grown session replaced, with their chunks, unless another document still has them."""
-    for content_hash in set(hashes):
+    gone = sorted(set(hashes))
+    if gone and not deferred(conn, "texts " + " ".join(gone), lambda: _drop_texts(conn, gone)):
+        _drop_texts(conn, gone)
+
+
+def _drop_texts(conn: Any, hashes: Sequence[str]) -> None:
+    for content_hash in hashes:
         if conn.execute("SELECT 1 FROM documents WHERE hash = %s LIMIT 1", (content_hash,)).fetchone():
             continue
         conn.execute("DELETE FROM content WHERE hash = %s", (content_hash,))

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..vectors import CollectionEntries, EmbedModelRecord, VectorsUnavailable
+from .db import deferred
 
 # Rows per statement for lists of ids or hashes (an array parameter has no limit; this keeps
 # statements short).
@@ -295,6 +296,12 @@ def prune_if_present(conn: Any, *, keep_unlinked: bool = False) -> int:
 def prune(conn: Any, *, keep_unlinked: bool = False) -> int:
     """Unlink vectors of chunks that no longer exist, then drop embeddings nothing points to
     (store/vectors.py says why ``keep_unlinked`` keeps them)."""
+    if deferred(conn, f"vectors {keep_unlinked}", lambda: _prune(conn, keep_unlinked)):
+        return 0
+    return _prune(conn, keep_unlinked)
+
+
+def _prune(conn: Any, keep_unlinked: bool) -> int:
     conn.execute(
         "DELETE FROM chunk_vectors AS v WHERE NOT EXISTS (SELECT 1 FROM chunk_runs AS r"
         " WHERE r.hash = v.hash AND r.params = v.chunk_params)"
