@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -195,3 +196,10 @@ def indexed(cli: Callable[..., CliResult], sample: Path) -> Path:
     result = cli("collection", "add", sample, "--name", "sample")
     assert result.exit_code == 0, result.stderr
     return sample
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a child a test interrupts as Ctrl-C does: SIGINT back to its default, so
+    Python turns it into KeyboardInterrupt even when this run started in the background (a shell
+    without job control ignores SIGINT for background commands, and children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

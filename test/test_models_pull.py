@@ -22,7 +22,7 @@ import pytest
 
 from tansaku.models.system import gpu_offload
 
-from .conftest import CliResult
+from .conftest import CliResult, interruptible
 from .hf_server import HubServer, sha256, tiny_gguf
 
 REPO_ID, FILENAME = "test-org/tiny-GGUF", "tiny.gguf"
@@ -111,6 +111,7 @@ def pull_and_kill(
     hub.stall_next_download(after_bytes=STALL_AT)
     proc = subprocess.Popen(
         [sys.executable, "-m", "tansaku", "models", "pull", "embed"],
+        preexec_fn=interruptible,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, SAMPLE, CliResult
+from .conftest import REPO, SAMPLE, CliResult, interruptible
 from .models_fixture import requires_llama, requires_minilm
 from .postgres_fixture import requires_postgres
 from .test_keyword_ranking import DOCS
@@ -291,7 +291,7 @@ def test_an_interrupted_embed_keeps_its_batches_and_resumes(model: Path, postgre
     subprocess.run([*command, "collection", "add", str(corpus), "--name", "many"], env=env, check=True,
                    capture_output=True)  # fmt: skip
     process = subprocess.Popen([*command, "embed", "--json"], env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)  # fmt: skip
+                               stderr=subprocess.PIPE, preexec_fn=interruptible)  # fmt: skip
     deadline = time.monotonic() + 120
     done = 0
     while time.monotonic() < deadline and process.poll() is None:

@@ -20,6 +20,7 @@ import pytest
 from tansaku.index.watch import _Matchers
 from tansaku.types import Collection
 
+from .conftest import interruptible
 from .models_fixture import models_required
 
 # CI installs the watch extra (and sets TANSAKU_REQUIRE_MODELS): there a missing library fails.
@@ -70,6 +71,7 @@ def test_watch_indexes_an_appended_line_and_stops_on_sigint(cli: Cli, tmp_path: 
     # The environment the fixtures set (config dir, index path) is inherited by the process.
     process = subprocess.Popen(
         [sys.executable, "-m", "tansaku", "update", "--watch", "--json"],
+        preexec_fn=interruptible,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

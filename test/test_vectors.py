@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import sqlean
 
-from .conftest import REPO, index_sql
+from .conftest import REPO, index_sql, interruptible
 from .models_fixture import requires_llama, requires_minilm
 
 pytestmark = [requires_llama, requires_minilm, pytest.mark.both_backends]
@@ -216,7 +216,11 @@ def test_interrupted_embed_keeps_finished_batches_and_resumes(model, tmp_path: P
         capture_output=True,
     )
     process = subprocess.Popen(
-        [wrapper, "embed", "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [wrapper, "embed", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=interruptible,
     )
     index_path = Path(os.environ["TANSAKU_INDEX_PATH"])
     deadline = time.monotonic() + 120
