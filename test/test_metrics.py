@@ -68,3 +68,25 @@ def test_percentile_interpolates_like_numpy():
 def test_mean():
     assert metrics.mean([1.0, 0.0, 0.5]) == 0.5
     assert metrics.mean([]) == 0.0
+
+
+def test_paired_difference_of_a_constant_shift_has_no_spread():
+    mean, low, high = metrics.paired_difference([1.0, 0.5, 0.25], [0.9, 0.4, 0.15])
+    assert (mean, low, high) == pytest.approx((0.1, 0.1, 0.1))
+
+
+def test_paired_difference_interval_holds_the_mean_and_widens_with_disagreement():
+    better = [1.0] * 10 + [0.5] * 10
+    worse = [0.5] * 10 + [1.0] * 10  # the same mean, queries swapped: no difference to find
+    mean, low, high = metrics.paired_difference(better, worse)
+    assert mean == 0.0
+    assert low < 0.0 < high
+    assert high - low > 0.2  # twenty queries that each move by 0.5 cannot pin the mean to 0.02
+
+
+def test_paired_difference_is_repeatable_and_checks_the_pairing():
+    a, b = [1.0, 0.0, 0.5, 0.33, 1.0], [0.5, 0.5, 0.5, 1.0, 0.25]
+    assert metrics.paired_difference(a, b, seed=3) == metrics.paired_difference(a, b, seed=3)
+    assert metrics.paired_difference([], []) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="same queries"):
+        metrics.paired_difference([1.0], [1.0, 0.5])

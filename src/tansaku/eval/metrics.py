@@ -63,3 +63,24 @@ def percentile(values: Sequence[float], pct: float) -> float:
 
 def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
+
+
+def paired_difference(
+    a: Sequence[float], b: Sequence[float], *, rounds: int = 5000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Mean of ``a[i] - b[i]`` over the same queries, with a 95% bootstrap interval (queries
+    resampled with replacement, ``rounds`` times, seeded so a figure can be quoted again).
+
+    On a set of 20-40 queries one query moving from rank 1 to rank 2 shifts MRR@10 by 0.01-0.03:
+    the interval says whether two configurations differ by more than the set can tell."""
+    if len(a) != len(b):
+        raise ValueError(f"paired scores need the same queries: {len(a)} against {len(b)}")
+    if not a:
+        return 0.0, 0.0, 0.0
+    import random
+
+    differences = [x - y for x, y in zip(a, b, strict=True)]
+    draw = random.Random(seed)
+    n = len(differences)
+    means = sorted(sum(draw.choices(differences, k=n)) / n for _ in range(rounds))
+    return mean(differences), percentile(means, 2.5), percentile(means, 97.5)
