@@ -109,3 +109,31 @@ def test_by_default_minilm_embeds_every_window_and_the_report_says_what_a_budget
     text = cli("embed", "-f", "--no-quick")
     assert "window 254 tokens; each chunk's first 64 tokens embedded" in text.stdout
     assert "each chunk's first 64 tokens" in cli("status").stdout
+
+
+def _helpers_module(last: str) -> str:
+    """Ten helpers, the first of which fill the budget, then ``last``, defined past it."""
+    body = (
+        "    total = 0\n    for value in row.values:\n        total += value * {n}\n"
+        "    return row.scaled(total)\n"
+    )
+    helpers = "".join(f"def adjust_row_{n}(row):\n{body.format(n=n)}\n\n" for n in range(10))
+    return f'"""Row helpers."""\n\n\n{helpers}def {last}(rows):\n    return [r for r in rows]\n'
+
+
+@requires_llama
+@requires_minilm
+def test_a_budget_keeps_the_names_a_code_chunk_defines_past_it(cli, model, tmp_path, monkeypatch):
+    folder = tmp_path / "src"
+    folder.mkdir()
+    # The same first 256 tokens in both files: only the outline tells their vectors apart.
+    (folder / "one.py").write_text(_helpers_module("reconcile_ledger_entries"), encoding="utf-8")
+    (folder / "two.py").write_text(_helpers_module("render_invoice_pdf"), encoding="utf-8")
+    assert cli("collection", "add", str(folder), "--name", "src", "--mask", "**/*.py").exit_code == 0
+    monkeypatch.setenv("TANSAKU_EMBED_BUDGET", "256")
+    _embed(cli)
+    # Each name appears only past the first 256 tokens of its file: the vector has it only
+    # through the chunk's outline (chunking/outline.py), so each query finds its own file.
+    for query, path in (("reconcile_ledger_entries", "one.py"), ("render_invoice_pdf", "two.py")):
+        found = cli("vsearch", query, "--json", "--min-score", "0").json()
+        assert found["results"][0]["path"] == path, (query, [r["path"] for r in found["results"]])

@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..chunking.outline import LABEL, MAX_NAMES, definitions
 from ..errors import EndpointError, UsageError
 from ..models.gguf import file_sha256
 from ..models.prompts import PromptFormat
@@ -556,6 +557,9 @@ def _units(
                 windows, numbers = [quick_window], [vec.QUICK_WINDOW]
             else:
                 if budget is not None:
+                    render = _outlined(
+                        render, paths.get(content_hash, ""), lines, embedder.count_tokens, budget
+                    )
                     head = first_window(lines, chunk.start_line, render, embedder.count_tokens, budget)
                     lines = head.text.split("\n")
                 windows = split_windows(
@@ -581,6 +585,30 @@ def _units(
 
 def _render(prompt: PromptFormat, title: str, heading_path: tuple[str, ...], piece: str) -> str:
     return prompt.document(title, heading_path, piece)
+
+
+def _outlined(
+    render: Callable[[str], str], path: str, lines: Sequence[str], count: Callable[[str], int], budget: int
+) -> Callable[[str], str]:
+    """Where a budget cuts a code chunk, its text starts with the names it defines
+    (chunking/outline.py), so a name defined past the cut still reaches the vector. They take at
+    most half the budget and MAX_NAMES names; when all do not fit, the names past the cut go first."""
+    names = definitions(path, lines)
+
+    def fits(chosen: Sequence[str]) -> bool:
+        return count(render(LABEL + "; ".join(chosen))) <= budget // 2
+
+    if names and (len(names) > MAX_NAMES or not fits(names)):
+        head = first_window(lines, 0, render, count, budget)
+        shown = set(definitions(path, head.text.split("\n")))
+        names = [n for n in names if n not in shown] + [n for n in names if n in shown]
+        names = names[:MAX_NAMES]
+        while names and not fits(names):
+            names = names[: -max(1, len(names) // 4)]
+    if not names:
+        return render
+    outline = LABEL + "; ".join(names)
+    return lambda piece: render(f"{outline}\n{piece}")
 
 
 def _store_batch(
