@@ -3,6 +3,8 @@ a code chunk's vector text. Pure functions, table-driven."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tansaku.chunking.outline import definitions
@@ -31,8 +33,13 @@ CASES = [
     ),
     (
         "server.go",
-        ["func (r *Router) Handle(w http.ResponseWriter) {", "type Router struct {", "func main() {"],
-        ["Router.Handle", "Router", "main"],
+        [
+            "func (r *Router) Handle(w http.ResponseWriter) {",
+            "type Router struct {",
+            "func (m *Map[K, V]) Get(k K) V {",
+            "func main() {",
+        ],
+        ["Router.Handle", "Router", "Map.Get", "main"],
     ),
     (
         "lib.rs",
@@ -84,3 +91,12 @@ CASES = [
 @pytest.mark.parametrize(("path", "lines", "names"), CASES, ids=[c[0] for c in CASES])
 def test_definitions(path: str, lines: list[str], names: list[str]) -> None:
     assert definitions(path, lines) == names
+
+
+@pytest.mark.parametrize("path", ["x.py", "x.go", "x.rs", "x.ts", "x.java", "x.c", "x.rb"])
+def test_a_long_line_costs_no_more_than_its_length(path: str) -> None:
+    # Nested quantifiers once made "func (aaaa..." cubic: 800 characters took 0.2 s.
+    lines = [start + "a" * 5_000 for start in ("func (", "def ", "class ", "  get ", "public ", "int ", "")]
+    started = time.perf_counter()
+    assert definitions(path, [line[:n] for line in lines for n in (100, 399, 5_000)]) is not None
+    assert time.perf_counter() - started < 1.0

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from .languages import language_for
 
 MAX_NAMES = 40
+MAX_LINE = 400  # a definition fits on a line this long; longer lines (minified, data) are skipped
 LABEL = "Contents: "
 
 # Each pattern: group "indent", group "kind" (def/class/...: "class"-like kinds open a scope whose
@@ -46,9 +47,7 @@ _PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         ),
     ),
     "go": (
-        re.compile(
-            rf"^(?P<indent>)(?P<kind>func)\s+(?:\(\s*\w*\s*\*?(?P<owner>{_IDENT})[^)]*\)\s*)?(?P<name>{_IDENT})"
-        ),
+        re.compile(rf"^(?P<indent>)(?P<kind>func)\s*(?:\((?P<receiver>[^)]*)\)\s*)?(?P<name>{_IDENT})"),
         re.compile(rf"^(?P<indent>)(?P<kind>type)\s+(?P<name>{_IDENT})"),
     ),
     "rust": (
@@ -67,7 +66,7 @@ _PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
         ),
         re.compile(
             rf"^(?P<indent>\s+)(?P<kind>)(?:(?:public|private|protected|static|final|abstract|synchronized|default)\s+)+"
-            rf"(?:<[^>]*>\s+)?[\w<>\[\],.? ]+\s+(?P<name>{_IDENT})\s*\("
+            rf"(?:[\w<>\[\],.?]++\s++)+(?P<name>{_IDENT})\s*\("
         ),
     ),
     "c": (
@@ -75,13 +74,14 @@ _PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
             rf"^(?P<indent>)(?:typedef\s+)?(?P<kind>struct|union|enum|class|namespace)\s+(?P<name>{_IDENT})\s*(?:[:{{]|$)"
         ),
         re.compile(
-            r"^(?P<indent>)(?P<kind>)(?!(?:return|if|for|while|switch|else|typedef)\b)[A-Za-z_][\w\s\*&:<>,]*?[\s\*&]"
-            r"(?P<name>[A-Za-z_~][\w:~]*)\s*\([^;]*$"
+            r"^(?P<indent>)(?P<kind>)(?!(?:return|if|for|while|switch|else|typedef)\b)"
+            r"(?:[\w\*&:<>,]++[\s\*&]++)+[\*&]*(?P<name>[A-Za-z_~][\w:~]*)\s*\([^;]*$"
         ),
     ),
 }
 _PATTERNS["typescript"] = _PATTERNS["tsx"] = _PATTERNS["javascript"]
 _PATTERNS["cpp"] = _PATTERNS["c"]
+_IDENTS = re.compile(r"[A-Za-z_]\w*")
 _SCOPES = frozenset(
     {"class", "interface", "module", "impl", "trait", "struct", "enum", "record", "namespace"}
 )
@@ -98,6 +98,8 @@ def definitions(path: str, lines: Sequence[str]) -> list[str]:
     names: list[str] = []
     scopes: list[tuple[int, str, str]] = []  # (indent, kind, name) of what encloses the line
     for line in lines:
+        if len(line) > MAX_LINE:
+            continue
         found = next((m for m in (p.match(line) for p in patterns) if m), None)
         if found is None:
             continue
@@ -106,9 +108,9 @@ def definitions(path: str, lines: Sequence[str]) -> list[str]:
             scopes.pop()
         if any(k in _FUNCTIONS for _, k, _ in scopes):
             continue  # a helper inside a function is not a name a reader looks up
-        owner = found.groupdict().get("owner") or next(
-            (n for _, k, n in reversed(scopes) if k in _SCOPES), None
-        )
+        enclosing = next((n for _, k, n in reversed(scopes) if k in _SCOPES), None)
+        receiver = _IDENTS.findall((found.groupdict().get("receiver") or "").split("[")[0])
+        owner = receiver[-1] if receiver else enclosing
         scopes.append((indent, kind, name))
         names.append(f"{owner}.{name}" if owner else name)
     return list(dict.fromkeys(names))
