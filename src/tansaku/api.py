@@ -1,5 +1,6 @@
-"""The one way in: the CLI (and later the MCP and HTTP servers) call these methods and render
-what they return. Nothing here prints, exits or parses arguments.
+"""The one way in: the CLI, the MCP and HTTP servers call these methods and render what they
+return. Each resolves settings and collections and calls the package that does the work; nothing
+here prints, exits or parses arguments.
 """
 
 from __future__ import annotations
