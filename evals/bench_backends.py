@@ -108,6 +108,20 @@ def throwaway_server(settings: str = "") -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def fresh_database(base: str, name: str, *settings: str) -> str:
+    """The URL of database ``name`` on ``base``'s server, dropped and created anew (empty);
+    ``settings``: ``name = 'value'`` pairs set on it (ALTER DATABASE ... SET)."""
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"')
+        for setting in settings:
+            admin.execute(f'ALTER DATABASE "{name}" SET {setting}')
+    head, _, query = base.partition("?")
+    return head.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
+
+
 def queries_for(corpus: str) -> list[str]:
     found: list[str] = []
     for path in sorted(SETS.glob("*.jsonl")):
@@ -594,15 +608,8 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         base = args.url or stack.enter_context(throwaway_server())
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tansaku-bench-")))
-        import psycopg
-
         for corpus in corpora:
-            name = f"bench_{corpus.replace('-', '_')}"
-            with psycopg.connect(base, autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-                admin.execute(f'CREATE DATABASE "{name}"')
-            head, _, query = base.partition("?")
-            url = head.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
+            url = fresh_database(base, f"bench_{corpus.replace('-', '_')}")
             if args.transcripts:
                 report = measure_transcripts(url, work, args.transcripts, args.messages)
                 reports.append(report)

@@ -277,15 +277,9 @@ def main() -> None:
         base = args.url or stack.enter_context(bench_backends.throwaway_server(settings))
         work = stack.enter_context(tempfile.TemporaryDirectory(prefix="tansaku-bench-vectors-"))
         os.environ["TANSAKU_CONFIG_DIR"] = str(Path(work) / "config")  # never the user's config
-        import psycopg
-
-        name = "bench_vectors_scale"
-        with psycopg.connect(base, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-            admin.execute(f'CREATE DATABASE "{name}"')
-            admin.execute(f"ALTER DATABASE \"{name}\" SET maintenance_work_mem = '{args.maintenance_mb}MB'")
-        head, _, query = base.partition("?")
-        url = head.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
+        url = bench_backends.fresh_database(
+            base, "bench_vectors_scale", f"maintenance_work_mem = '{args.maintenance_mb}MB'"
+        )
         from tansaku.api import Tansaku
 
         Tansaku(url).update()  # creates tansaku's tables (the schema's migrations)

@@ -180,16 +180,24 @@ def _with_database(url: str, name: str) -> str:
     return f"{head}/{name}" + (f"?{query}" if query else "")
 
 
-@pytest.fixture
-def postgres_url(postgres_server: str) -> Iterator[str]:
-    """A new, empty database for one test (with pgvector available), dropped afterwards."""
+@contextlib.contextmanager
+def new_database(server_url: str) -> Iterator[str]:
+    """A new, empty database on the server (with pgvector available), dropped after the block."""
     import psycopg
 
     name = f"tansaku_test_{os.getpid()}_{next(_numbers)}"
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
+    with psycopg.connect(server_url, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield _with_database(postgres_server, name)
+        yield _with_database(server_url, name)
     finally:
-        with psycopg.connect(postgres_server, autocommit=True) as admin:
+        with psycopg.connect(server_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A new, empty database for one test, dropped afterwards (a test wanting a second one uses
+    ``new_database``)."""
+    with new_database(postgres_server) as url:
+        yield url

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from .postgres_fixture import _with_database, requires_postgres
+from .postgres_fixture import new_database, requires_postgres
 
 pytestmark = [requires_postgres, pytest.mark.subprocess]
 
@@ -75,17 +75,8 @@ def _collection_lock_holders(url: str, collection: str) -> list[str]:
 
 @pytest.fixture
 def second_database(postgres_server: str) -> Iterator[str]:
-    import psycopg
-
-    name = f"tansaku_writers_{os.getpid()}"
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield _with_database(postgres_server, name)
-    finally:
-        with psycopg.connect(postgres_server, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with new_database(postgres_server) as url:
+        yield url
 
 
 def _statistics(url: str) -> dict[str, Any]:

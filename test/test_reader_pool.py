@@ -94,3 +94,19 @@ def test_a_block_inside_a_block_shares_the_connection_and_its_transaction(
     assert not outer.in_transaction
     with pool.reading() as after:
         assert after is not outer  # the outermost block now sees the new file
+
+
+def test_kept_readers_keep_one_pool_for_the_backend_named_now(indexed: Path, index_path: Path) -> None:
+    from tansaku.store.backend import SqliteBackend
+    from tansaku.store.kept_readers import KeptReaders
+
+    kept, backend = KeptReaders(), SqliteBackend(index_path)
+    with kept.reading(backend) as first:
+        pass
+    with kept.reading(backend) as again:
+        assert again is first
+    with kept.reading(SqliteBackend(index_path)) as other:  # the config names another index
+        assert other is not first
+    kept.close()
+    with kept.reading(backend) as reopened:
+        assert reopened is not first and reopened.execute("SELECT count(*) FROM documents").fetchone()[0]

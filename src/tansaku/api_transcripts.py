@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .config.selection import files_only, searched_collections
+
 if TYPE_CHECKING:
     from .api import Tansaku
     from .index.progress import ProgressFactory
@@ -71,9 +73,9 @@ class TranscriptMethods:
         if scope is not None:
             result = self.search(query, collections=scope[0], **plain)
             return replace(result, warnings=(*scope[1], *result.warnings))
-        if turns.files_only(config, collections):
+        if files_only(config, collections):
             return self.search(query, collections=collections, **plain)
-        chosen, warnings = self._chosen(config, collections)
+        chosen, warnings = searched_collections(config, collections)
         result = turns.search_levels(
             self._reader,
             chosen,
@@ -117,7 +119,7 @@ class TranscriptMethods:
         if scope is not None:
             result = self.vsearch(query, collections=scope[0], limit=limit, **plain)
             return replace(result, warnings=(*scope[1], *result.warnings))
-        if turns.files_only(self.config(), collections) or not query.strip():
+        if files_only(self.config(), collections) or not query.strip():
             return self.vsearch(query, collections=collections, limit=limit, **plain)
         request = turns.turn_query(query, level, roles, since, until, project, limit, min_score, full)
         found = self.vector_search_texts([query], collections, limit, min_score, full, True, verbose, request)

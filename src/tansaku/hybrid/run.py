@@ -115,6 +115,18 @@ def run_query(
     explain: bool,
     intent: str | None = None,
 ) -> SearchResult:
+    """`query`: probe, expansion, keyword and vector lists fused by weighted RRF, reranking within
+    the steps' budget. The steps (hybrid/steps.py) choose: ``expand`` None (the default) expands
+    where it pays: with a model on an endpoint or a GPU, not on a CPU, unless the config's
+    ``[query] expand`` says (hybrid/model_defaults.py). ``rerank`` None (the default) reranks with
+    a model on an endpoint or a GPU, or on a CPU when the rerank model is on this machine (a
+    budget too short for it is then a note), unless ``[query] rerank`` says.
+
+    ``query`` may be a query document (typed ``lex:``/``vec:``/``hyde:``/``intent:`` lines,
+    hybrid/document.py): each line is its own list, and it is not expanded. A missing model,
+    vectors or index step costs that step only, with the warning that says why
+    (``VECTORS_UNAVAILABLE``, ``MODEL_MISSING``, ``EXPANSION_FAILED``, ``RERANK_PARTIAL``...).
+    """
     started = time.perf_counter()
     stages = _Stages(mark=started)
     document = parse_query_document(query)

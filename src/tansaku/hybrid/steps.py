@@ -248,7 +248,8 @@ def _vector_batch(
         return VectorBatch(results)
     request = None
     if levels:
-        from ..search.transcripts import files_only, turn_query
+        from ..config.selection import files_only
+        from ..search.transcripts import turn_query
 
         if not files_only(index.config(), collections):
             asked = [levels.get(key) for key in ("level", "roles", "since", "until", "project")]

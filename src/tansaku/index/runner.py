@@ -8,11 +8,13 @@ unmounted drive should not wipe what was found there.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..config.masks import MaskMatcher, expand_masks
+from ..config.selection import no_collections_notice
 from ..config.settings import Config
 from ..sources.walk import FoundFile, walk_collection
 from ..store.backend import Backend
@@ -24,6 +26,31 @@ from . import update as indexing
 from .chunks import ChunkingSummary, chunk_collection, params_for
 from .hooks import run_hook
 from .progress import ProgressFactory
+
+
+def update_named(
+    backend: Backend,
+    config: Config,
+    names: Sequence[str],
+    *,
+    dry_run: bool,
+    run_hooks: bool,
+    progress: ProgressFactory | None = None,
+) -> UpdateReport:
+    """Update the collections ``names`` of ``config``, timed; none named is NO_COLLECTIONS."""
+    started = time.perf_counter()
+    report = update_collections(
+        backend,
+        [config.collections[n] for n in names],
+        config.max_file_bytes,
+        dry_run=dry_run,
+        run_hooks=run_hooks,
+        progress=progress,
+    )
+    report.took_ms = (time.perf_counter() - started) * 1000
+    if not names:
+        report.warnings.append(no_collections_notice())
+    return report
 
 
 def update_collections(

@@ -5,9 +5,10 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import limits
 from ..config.contexts import contexts_for
@@ -18,6 +19,9 @@ from ..search.hits import is_stale
 from ..search.snippets import split_lines
 from ..store.backend import documents as store
 from ..types import Collection, DocumentSlice, MultiGetResult, Notice, SkippedDocument
+
+if TYPE_CHECKING:
+    from ..config.settings import Config
 
 DEFAULT_GET_MAX_BYTES = 256 * 1024
 DEFAULT_MULTI_GET_MAX_BYTES = 10 * 1024
@@ -337,3 +341,40 @@ def _glob(
             if matcher.matches(doc.path):
                 found.append(doc)
     return found
+
+
+def get_document(
+    reading: Callable[[], AbstractContextManager[Any]],
+    ref: str,
+    config: Config,
+    *,
+    from_line: int | None = None,
+    max_lines: int | None = None,
+    max_bytes: int | None = None,
+    raw: bool = False,
+    context: int | None = None,
+    disk_paths: bool = True,
+) -> DocumentSlice | Any:
+    """`get REF`: a document's lines, from ``from_line`` or the ref's ``:FROM[:COUNT]`` suffix, or
+    one page of it (``REF:page=N``). A transcript session with a line is a SessionRead of the turns
+    there, ``context`` turns around them (retrieve/sessions.py). ``reading`` opens a connection."""
+    from .pages import page_lines, split_page
+
+    paged, page = split_page(ref)
+    base, suffix_from, suffix_count = split_range(paged) if page is None else (paged, None, None)
+    bounds = LineRange(
+        from_line=from_line or suffix_from or 1,
+        max_lines=max_lines if max_lines is not None else suffix_count,
+        max_bytes=max_bytes or DEFAULT_GET_MAX_BYTES,
+    )
+    with reading() as conn:
+        doc = resolve(conn, base, config.collections, disk_paths=disk_paths)
+        if page is not None:  # REF:page=N: that page's lines (-l still caps them)
+            first, count = page_lines(conn, doc, page, doc.line_count)
+            shown = count if max_lines is None else min(count, max_lines)
+            bounds = LineRange(first, shown, bounds.max_bytes)
+        if config.collections[doc.collection].type != "files" and (from_line or suffix_from):
+            from .sessions import turn_window
+
+            return turn_window(conn, doc, config.collections, bounds, context=context, raw=raw)
+        return slice_document(conn, doc, config.collections, config.contexts, bounds)

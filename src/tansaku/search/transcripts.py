@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..config.contexts import contexts_for
 from ..errors import EmptyQuery, UsageError
@@ -28,9 +28,6 @@ from .hits import disk_path, is_stale
 from .query import ParsedQuery, fts_expression, parse_query, required_terms, resolve_options
 from .snippets import best_snippet
 from .unit_scores import session_units, turn_scores
-
-if TYPE_CHECKING:
-    from ..config.settings import Config
 
 LEVELS = ("turn", "run", "session", "project")
 ROLES = ("user", "assistant", "tool")
@@ -73,13 +70,6 @@ class TurnQuery:
     limit: int | None = 5
     min_score: float = 0.0
     full: bool = False
-
-
-def files_only(config: Config, collections: Sequence[str]) -> bool:
-    """Whether the collections named (or, naming none, those searched by default) are all file
-    collections: such a search is a plain `search`, with nothing of the transcript levels."""
-    named = list(dict.fromkeys(collections)) or [c.name for c in config.collection_list() if c.include]
-    return all(config.collections.get(n, Collection(n, "")).type == "files" for n in named)
 
 
 def search_levels(

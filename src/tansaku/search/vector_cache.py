@@ -190,3 +190,14 @@ class VectorCache:
                 documents.collection_paths(conn, name),
             ),
         )
+
+
+def vector_cache_for(backend: Any, keep_vectors: bool) -> VectorCache:
+    """The cache of a backend's index (a store.backend.Backend). ``keep_vectors``: the vectors stay
+    in memory between queries (a long-lived process); without it nothing is kept, and only a
+    SQLite index is watched: a one-shot command opens no connection to a server to watch it with
+    (SQLite's watch is a file's, and cheap)."""
+    from ..store.backend import SqliteBackend
+
+    watched = keep_vectors or isinstance(backend, SqliteBackend)
+    return VectorCache(backend.change_watch() if watched else None, None if keep_vectors else 0)

@@ -162,6 +162,17 @@ def open_backend(ref: Path | str) -> Backend:
     return SqliteBackend(Path(ref))
 
 
+def sqlite_path(backend: Backend) -> Path:
+    """The SQLite file of the index; the commands not ported to other backends yet use it, and so
+    refuse another backend with BACKEND_UNSUPPORTED."""
+    if not isinstance(backend, SqliteBackend):
+        raise BackendUnsupported(
+            f"this command does not work on a {backend.kind} index yet ({backend.location})",
+            hint="docs/backends.md lists the commands that do; use a SQLite index for this one",
+        )
+    return backend.path
+
+
 @contextlib.contextmanager
 def writing(backend: Backend, command: str) -> Iterator[Any]:
     """A write connection holding the writer lock for one block, closed after it."""
