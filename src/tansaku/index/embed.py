@@ -17,7 +17,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..chunking.outline import LABEL, MAX_NAMES, definitions
 from ..errors import EndpointError, UsageError
 from ..models.gguf import file_sha256
 from ..models.prompts import PromptFormat
@@ -29,6 +28,7 @@ from . import embed_speed
 from .chunks import params_for
 from .locks import command_lock
 from .progress import Progress
+from .windows import first_window, render_document, split_windows, with_outline
 
 BATCH_CHUNKS = 32
 
@@ -149,73 +149,6 @@ def pack(vector: Sequence[float]) -> bytes:
 
 
 @dataclass(frozen=True)
-class Window:
-    text: str
-    start_line: int
-    end_line: int
-
-
-def split_windows(
-    lines: Sequence[str],
-    first_line: int,
-    render: Callable[[str], str],
-    count: Callable[[str], int],
-    limit: int,
-) -> list[Window]:
-    """Cut a chunk into windows whose rendered text fits ``limit`` tokens, at line boundaries
-    (inside a line only when one line alone is too long). Never truncates: every line is in a window."""
-    whole = "\n".join(lines)
-    if count(render(whole)) <= limit:
-        return [Window(whole, first_line, first_line + max(len(lines), 1) - 1)]
-    windows: list[Window] = []
-    current: list[str] = []
-    start = first_line
-    for offset, line in enumerate(lines):
-        number = first_line + offset
-        candidate = [*current, line]
-        if count(render("\n".join(candidate))) <= limit:
-            current = candidate
-            continue
-        if current:
-            windows.append(Window("\n".join(current), start, number - 1))
-        if count(render(line)) <= limit:
-            current, start = [line], number
-            continue
-        windows.extend(Window(part, number, number) for part in _split_line(line, render, count, limit))
-        current, start = [], number + 1
-    if current:
-        windows.append(Window("\n".join(current), start, start + len(current) - 1))
-    return windows
-
-
-def _split_line(
-    line: str, render: Callable[[str], str], count: Callable[[str], int], limit: int
-) -> list[str]:
-    parts: list[str] = []
-    words = line.split(" ")
-    current = ""
-    for word in words:
-        candidate = f"{current} {word}" if current else word
-        if count(render(candidate)) <= limit:
-            current = candidate
-            continue
-        if current:
-            parts.append(current)
-        current = word
-        while count(render(current)) > limit and len(current) > 1:
-            # A run without spaces (CJK text, a long URL): halve by characters until it fits.
-            cut = len(current) // 2
-            head = current[:cut]
-            while count(render(head)) > limit and len(head) > 1:
-                head = head[: len(head) // 2]
-            parts.append(head)
-            current = current[len(head) :]
-    if current:
-        parts.append(current)
-    return parts
-
-
-@dataclass(frozen=True)
 class QuickPass:
     """Whether `embed` gives every pending chunk a quick vector before the full ones.
 
@@ -235,40 +168,6 @@ class QuickPass:
 
     def wanted(self, pending: int) -> bool:
         return self.mode == "only" or (self.mode == "auto" and pending > 0 and pending >= self.min_chunks)
-
-
-def first_window(
-    lines: Sequence[str],
-    first_line: int,
-    render: Callable[[str], str],
-    count: Callable[[str], int],
-    limit: int,
-) -> Window:
-    """The longest start of a chunk whose rendered text fits ``limit`` tokens: whole lines, then
-    words of the next line (characters of a run without spaces), never nothing."""
-    taken: list[str] = []
-    for line in lines:
-        if count(render("\n".join([*taken, line]))) <= limit:
-            taken.append(line)
-            continue
-        head = "\n".join(taken)
-        low, high = 0, len(line)  # the longest prefix of this line that still fits, by bisection
-        while low < high:
-            middle = (low + high + 1) // 2
-            candidate = f"{head}\n{line[:middle]}" if taken else line[:middle]
-            if count(render(candidate)) <= limit:
-                low = middle
-            else:
-                high = middle - 1
-        if low:
-            cut = line[:low]
-            if " " in cut and low < len(line):
-                cut = cut.rsplit(" ", 1)[0] or cut  # end at a word, where there is one
-            taken.append(cut)
-        break
-    if not taken and lines:
-        taken = [lines[0][:1]]
-    return Window("\n".join(taken), first_line, first_line + max(len(taken), 1) - 1)
 
 
 @dataclass(frozen=True)
@@ -548,7 +447,7 @@ def _units(
             if chunk.seq not in seqs:
                 continue
             text = body[chunk.start_char : chunk.end_char].removesuffix("\n")
-            render = partial(_render, prompt, title, tuple(chunk.heading_path))
+            render = partial(render_document, prompt, title, tuple(chunk.heading_path))
             lines = text.split("\n")
             if quick_limit is not None:
                 quick_window = first_window(
@@ -557,7 +456,7 @@ def _units(
                 windows, numbers = [quick_window], [vec.QUICK_WINDOW]
             else:
                 if budget is not None:
-                    render = _outlined(
+                    render = with_outline(
                         render, paths.get(content_hash, ""), lines, embedder.count_tokens, budget
                     )
                     head = first_window(lines, chunk.start_line, render, embedder.count_tokens, budget)
@@ -581,34 +480,6 @@ def _units(
                     )
                 )
     return units
-
-
-def _render(prompt: PromptFormat, title: str, heading_path: tuple[str, ...], piece: str) -> str:
-    return prompt.document(title, heading_path, piece)
-
-
-def _outlined(
-    render: Callable[[str], str], path: str, lines: Sequence[str], count: Callable[[str], int], budget: int
-) -> Callable[[str], str]:
-    """Where a budget cuts a code chunk, its text starts with the names it defines
-    (chunking/outline.py), so a name defined past the cut still reaches the vector. They take at
-    most half the budget and MAX_NAMES names; when all do not fit, the names past the cut go first."""
-    names = definitions(path, lines)
-
-    def fits(chosen: Sequence[str]) -> bool:
-        return count(render(LABEL + "; ".join(chosen))) <= budget // 2
-
-    if names and (len(names) > MAX_NAMES or not fits(names)):
-        head = first_window(lines, 0, render, count, budget)
-        shown = set(definitions(path, head.text.split("\n")))
-        names = [n for n in names if n not in shown] + [n for n in names if n in shown]
-        names = names[:MAX_NAMES]
-        while names and not fits(names):
-            names = names[: -max(1, len(names) // 4)]
-    if not names:
-        return render
-    outline = LABEL + "; ".join(names)
-    return lambda piece: render(f"{outline}\n{piece}")
 
 
 def _store_batch(
