@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import io
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tansaku.chunking import ChunkParams, chunk_text, headings
 from tansaku.sources import formats
-from tansaku.sources.formats import ExtractionFailed, extract
+from tansaku.sources.formats import ExtractionFailed, Limits, extract
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "formats"
 TITLE = "Field Guide to Tide Pools"
@@ -104,7 +105,7 @@ def test_pdf_past_the_page_limit_is_cut_and_says_so() -> None:
     pytest.importorskip("pypdfium2")
     from tansaku.sources.formats import pdf
 
-    got = pdf.extract(read("guide.pdf"), max_pages=2)
+    got = pdf.extract(read("guide.pdf"), replace(Limits.current(), pdf_pages=2))
     assert len(got.pages) == 2
     assert "Safety" not in got.text and "# Crabs" in got.text
     assert got.notices == ("indexed the first 2 of 3 pages (the page limit per PDF)",)
@@ -114,7 +115,7 @@ def test_pdf_past_the_time_limit_is_cut_and_says_so() -> None:
     pytest.importorskip("pypdfium2")
     from tansaku.sources.formats import pdf
 
-    got = pdf.extract(read("guide.pdf"), max_seconds=1e-9)
+    got = pdf.extract(read("guide.pdf"), replace(Limits.current(), pdf_seconds=1e-9))
     assert len(got.pages) == 1 and "Anemones" in got.text and "Crabs" not in got.text
     assert got.notices == (
         "indexed the first 1 of 3 pages: reading stopped after 1e-09 s (the time limit per PDF)",
@@ -226,3 +227,18 @@ def test_a_page_nested_too_deep_for_lexbor_goes_to_the_standard_parser() -> None
     assert html.nesting_depth(deep, html.MAX_TREE_DEPTH) == html.MAX_TREE_DEPTH
     assert html.nesting_depth(read("page.html").decode(), html.MAX_TREE_DEPTH) < 10
     assert html.nesting_depth("<p>a<br><img src=x><hr></p>", 50) == 1  # void elements do not nest
+
+
+def test_a_pdf_whose_streams_together_inflate_past_the_limit_is_refused() -> None:
+    from tansaku.sources.formats import pdf
+
+    from .hostile_files import pdf_bomb
+
+    bomb = pdf_bomb(3)
+    pdf.check_inflation(bomb, per_stream=4 * 1024 * 1024, in_all=4 * 1024 * 1024)  # under both
+    with pytest.raises(ExtractionFailed) as failed:
+        pdf.check_inflation(bomb, per_stream=4 * 1024 * 1024, in_all=2 * 1024 * 1024)
+    assert failed.value.reason == (
+        "decompression-bomb (its streams inflate past 2 MiB (the limit for one PDF); not read)"
+    )
+    pdf.check_inflation(read("guide.pdf"), per_stream=1024 * 1024, in_all=1024 * 1024)

@@ -1,5 +1,6 @@
 """Reading a PDF, HTML, Word or EPUB file during an update: its bytes are hashed first, and the
-text is extracted only when no extraction of these bytes is cached (``store/extractions.py``).
+text is extracted only when no extraction of these bytes is cached (``store/extractions.py``), by
+the update's worker process (``sources/formats/guard.py``), never in the indexer's own.
 
 The plan is read-only (``--dry-run`` runs it too), so what is extracted or looked up is logged
 here and written by ``apply`` in the update's transaction.
@@ -12,6 +13,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..sources import formats
+from ..sources.formats.guard import ExtractionWorker
 from ..sources.reader import ReadDocument, content_hash
 from ..sources.walk import FoundFile
 from ..store.backend import extractions as cache
@@ -33,6 +35,7 @@ def read_formatted(
     known_hash: str | None,
     log: ExtractionLog,
     extracted_at: str,
+    worker: ExtractionWorker,
 ) -> ReadDocument | SkippedFile:
     """The file as a document; ``known_hash`` is the stored hash of this path: the same bytes
     need no text (the update only refreshes the stat), so none is extracted or looked up."""
@@ -54,7 +57,7 @@ def read_formatted(
     if found is not None:
         log.seen.append((digest, extractor))
     else:
-        got = _extract(fmt, raw, digest, extractor, max_text_chars, extracted_at)
+        got = _extract(worker, fmt, raw, digest, extractor, max_text_chars, extracted_at)
         log.extracted += 1
         if isinstance(got, formats.ExtractionFailed):  # not cached (a missing extra): try next time
             return SkippedFile(item.rel_path, got.reason)
@@ -82,18 +85,20 @@ def document_hash(extractor: str, raw: bytes) -> str:
 
 
 def _extract(
-    fmt: str, raw: bytes, digest: str, extractor: str, max_text_chars: int, extracted_at: str
+    worker: ExtractionWorker,
+    fmt: str,
+    raw: bytes,
+    digest: str,
+    extractor: str,
+    max_text_chars: int,
+    extracted_at: str,
 ) -> cache.StoredExtraction | formats.ExtractionFailed:
     try:
-        got = formats.extract(fmt, raw, max_text_chars)
+        got = worker.extract(fmt, raw, max_text_chars)
     except formats.ExtractionFailed as exc:
         if not exc.cacheable:
             return exc
         return _failed(digest, extractor, exc.reason, extracted_at)
-    except RecursionError as exc:
-        return _failed(digest, extractor, f"corrupt (nested too deeply to read: {exc})", extracted_at)
-    except Exception as exc:  # a library's own error on a malformed file must not stop the update
-        return _failed(digest, extractor, f"corrupt ({type(exc).__name__}: {exc})", extracted_at)
     return cache.StoredExtraction(
         hash=digest,
         extractor=extractor,

@@ -18,6 +18,7 @@ from ..chunking import ChunkParams
 from ..config.masks import MaskMatcher, expand_masks
 from ..paths import is_within
 from ..sources.formats import format_of
+from ..sources.formats.guard import ExtractionWorker
 from ..sources.outline import outline
 from ..sources.reader import INDEXER_VERSION, ReadDocument, line_count, read_document
 from ..sources.walk import FoundFile, walk_collection
@@ -75,6 +76,31 @@ def plan(
         else:
             found.append(item)
     seen: set[str] = set()
+    with ExtractionWorker() as worker:
+        _read_found(conn, found, existing, outdated, max_file_bytes, result, seen, worker, progress)
+    # A folder that could not be listed this time keeps its documents: a permission hiccup
+    # must not silently empty part of the index.
+    gone = [
+        doc
+        for path, doc in existing.items()
+        if path not in seen and not any(is_within(path, d) for d in unreadable_dirs)
+    ]
+    _pair_moves(result, gone)
+    return result
+
+
+def _read_found(
+    conn: object,
+    found: list[FoundFile],
+    existing: dict[str, store.StoredDocument],
+    outdated: bool,
+    max_file_bytes: int,
+    result: _Plan,
+    seen: set[str],
+    worker: ExtractionWorker,
+    progress: Progress | None,
+) -> None:
+    """Sort the files found into the plan, reading those that changed (documents by ``worker``)."""
     for done, item in enumerate(found, start=1):
         seen.add(item.rel_path)
         old = existing.get(item.rel_path)
@@ -86,7 +112,9 @@ def plan(
                 doc = read_document(item.rel_path, item.abs_path, item.size, max_file_bytes)
             else:
                 known = old.hash if old is not None and not outdated else None
-                doc = read_formatted(conn, item, fmt, max_file_bytes, known, result.extractions, now_iso())
+                doc = read_formatted(
+                    conn, item, fmt, max_file_bytes, known, result.extractions, now_iso(), worker
+                )
             if isinstance(doc, SkippedFile):
                 result.skipped.append(doc)
                 seen.discard(item.rel_path)  # a file that can no longer be read leaves the index
@@ -99,15 +127,6 @@ def plan(
                 result.change.append((old, item, doc))
         if progress:
             progress(done, len(found), "reading")
-    # A folder that could not be listed this time keeps its documents: a permission hiccup
-    # must not silently empty part of the index.
-    gone = [
-        doc
-        for path, doc in existing.items()
-        if path not in seen and not any(is_within(path, d) for d in unreadable_dirs)
-    ]
-    _pair_moves(result, gone)
-    return result
 
 
 def _utf8(text: str) -> bool:

@@ -6,10 +6,15 @@ paths follow the document's sections), a title (the document's metadata, else it
 heading) and, for PDF, where each page starts. A file that cannot be read raises
 :class:`ExtractionFailed` with a reason code of its own; nothing here writes or prints.
 
-Bounds (a hostile or enormous file costs a stated, limited amount):
+Bounds (a hostile or enormous file costs a stated, limited amount), one set for every format
+(:class:`Limits`); the indexer runs extractors in a worker process (``guard.py``) that adds the
+two a parser cannot enforce on itself, a wall-clock limit and a memory limit:
 
 - archives (DOCX, EPUB) are read member by member and stop past ``MAX_UNZIPPED_BYTES`` actually
-  inflated, whatever their headers claim (``zip-bomb``);
+  inflated, whatever their headers claim (``zip-bomb``); a PDF's compressed streams are inflated
+  once, counted, before PDFium reads them (``decompression-bomb``);
+- XML (DOCX parts, EPUB package files) nests at most ``MAX_NESTING`` elements deep
+  (``too-deep``); HTML of any depth is read in time linear in its length (``html.py``);
 - a PDF is read up to ``MAX_PDF_PAGES`` pages or ``MAX_PDF_SECONDS`` seconds, and says how far
   it got (a notice, not a failure);
 - the text kept is at most the collection's file size limit, cut at a line (a notice says so).
@@ -57,7 +62,42 @@ MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 MAX_UNZIPPED_BYTES = 64 * 1024 * 1024
 MAX_ARCHIVE_MEMBERS = 10_000
 MAX_PDF_PAGES = 2000
-MAX_PDF_SECONDS = 60.0
+# A PDF stops taking pages at this point, so its first pages are kept before the hard limit.
+MAX_PDF_SECONDS = 50.0
+# Inflated bytes of one PDF stream, and of all of them: a page's content stream is kilobytes, so
+# a stream past this is a bomb, not a document.
+MAX_PDF_STREAM_BYTES = 64 * 1024 * 1024
+MAX_PDF_INFLATED_BYTES = 512 * 1024 * 1024
+# XML elements inside each other: Word's own documents nest about 20 deep (a table in a table
+# adds 3), and a parser's cost grows with the depth.
+MAX_NESTING = 256
+# The worker process: wall-clock seconds for one file, and its address space.
+MAX_EXTRACT_SECONDS = 60.0
+MAX_EXTRACT_MEMORY = 2 * 1024 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The caps one extraction runs under; read from the module when an extraction starts, so the
+    worker process applies the values of the process that asked."""
+
+    pdf_pages: int
+    pdf_seconds: float
+    pdf_stream_bytes: int
+    pdf_inflated_bytes: int
+    unzipped_bytes: int
+    nesting: int
+
+    @classmethod
+    def current(cls) -> Limits:
+        return cls(
+            MAX_PDF_PAGES,
+            MAX_PDF_SECONDS,
+            MAX_PDF_STREAM_BYTES,
+            MAX_PDF_INFLATED_BYTES,
+            MAX_UNZIPPED_BYTES,
+            MAX_NESTING,
+        )
 
 
 @dataclass(frozen=True)
@@ -103,10 +143,13 @@ def extractor_id(fmt: str) -> str:
     return f"{fmt}/{VERSIONS[fmt]}"
 
 
-def extract(fmt: str, raw: bytes, max_chars: int) -> Extracted:
-    """The text of a file of format ``fmt`` (its bytes), at most ``max_chars`` characters kept."""
+def extract(fmt: str, raw: bytes, max_chars: int, limits: Limits | None = None) -> Extracted:
+    """The text of a file of format ``fmt`` (its bytes), at most ``max_chars`` characters kept.
+
+    In this process, under the caps a parser keeps itself (``limits``, the module's by default);
+    the indexer calls it through :class:`~tansaku.sources.formats.guard.ExtractionWorker`."""
     module = importlib.import_module(_MODULES[fmt])
-    found: Extracted = module.extract(raw)
+    found: Extracted = module.extract(raw, limits or Limits.current())
     if len(found.text) <= max_chars:
         return found
     cut = found.text.rfind("\n", 0, max_chars) + 1 or max_chars

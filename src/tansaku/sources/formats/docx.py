@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from . import Extracted, ExtractionFailed
+from . import Extracted, ExtractionFailed, Limits
 from .archive import Archive
+from .markup import parse_xml
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
@@ -20,17 +21,11 @@ _HEADING_NAME = re.compile(r"^heading\s*([1-9])$", re.I)
 _SPACE = re.compile(r"[ \t\r\n]+")
 
 
-def parse_xml(data: bytes, what: str) -> ET.Element:
-    try:
-        return ET.fromstring(data)
-    except ET.ParseError as exc:
-        raise ExtractionFailed("corrupt", f"{what} is not well-formed XML: {exc}") from exc
-
-
-def extract(raw: bytes) -> Extracted:
-    archive = Archive(raw, "DOCX")
-    document = parse_xml(archive.read("word/document.xml"), "word/document.xml")
-    levels = _style_levels(archive)
+def extract(raw: bytes, limits: Limits | None = None) -> Extracted:
+    limits = limits or Limits.current()
+    archive = Archive(raw, "DOCX", limits.unzipped_bytes)
+    document = parse_xml(archive.read("word/document.xml"), "word/document.xml", limits.nesting)
+    levels = _style_levels(archive, limits.nesting)
     body = document.find(f"{_W}body")
     if body is None:
         raise ExtractionFailed("corrupt", "word/document.xml has no body")
@@ -40,7 +35,7 @@ def extract(raw: bytes) -> Extracted:
         blocks.append((kind, text))
         if kind == "heading" and not first_heading and text.startswith("# "):
             first_heading = text[2:]
-    title = _core_title(archive) or first_heading
+    title = _core_title(archive, limits.nesting) or first_heading
     out: list[str] = []
     previous = ""
     for kind, text in blocks:
@@ -51,19 +46,19 @@ def extract(raw: bytes) -> Extracted:
     return Extracted(text="".join(out) + ("\n" if out else ""), title=title)
 
 
-def _core_title(archive: Archive) -> str:
+def _core_title(archive: Archive, max_depth: int) -> str:
     if "docProps/core.xml" not in archive.names:
         return ""
-    core = parse_xml(archive.read("docProps/core.xml"), "docProps/core.xml")
+    core = parse_xml(archive.read("docProps/core.xml"), "docProps/core.xml", max_depth)
     found = core.find(_DC_TITLE)
     return _SPACE.sub(" ", found.text or "").strip() if found is not None else ""
 
 
-def _style_levels(archive: Archive) -> dict[str, int]:
+def _style_levels(archive: Archive, max_depth: int) -> dict[str, int]:
     """styleId -> heading level (Title counts as 1), from the style names and outline levels."""
     if "word/styles.xml" not in archive.names:
         return {}
-    styles = parse_xml(archive.read("word/styles.xml"), "word/styles.xml")
+    styles = parse_xml(archive.read("word/styles.xml"), "word/styles.xml", max_depth)
     levels: dict[str, int] = {}
     for style in styles.iter(f"{_W}style"):
         style_id = style.get(f"{_W}styleId") or ""

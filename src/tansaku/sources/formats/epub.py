@@ -11,10 +11,10 @@ import posixpath
 import re
 from urllib.parse import unquote
 
-from . import Extracted, ExtractionFailed
+from . import Extracted, ExtractionFailed, Limits
 from .archive import Archive
-from .docx import parse_xml
 from .html import decode, to_markdown
+from .markup import parse_xml
 
 _CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"
 _OPF = "{http://www.idpf.org/2007/opf}"
@@ -23,14 +23,15 @@ _SPACE = re.compile(r"\s+")
 _DOCUMENT_TYPES = frozenset({"application/xhtml+xml", "text/html"})
 
 
-def extract(raw: bytes) -> Extracted:
-    archive = Archive(raw, "EPUB")
-    container = parse_xml(archive.read("META-INF/container.xml"), "META-INF/container.xml")
+def extract(raw: bytes, limits: Limits | None = None) -> Extracted:
+    limits = limits or Limits.current()
+    archive = Archive(raw, "EPUB", limits.unzipped_bytes)
+    container = parse_xml(archive.read("META-INF/container.xml"), "META-INF/container.xml", limits.nesting)
     rootfile = container.find(f"{_CONTAINER}rootfiles/{_CONTAINER}rootfile")
     opf_path = rootfile.get("full-path") if rootfile is not None else None
     if not opf_path:
         raise ExtractionFailed("corrupt", "META-INF/container.xml names no package document")
-    package = parse_xml(archive.read(opf_path), opf_path)
+    package = parse_xml(archive.read(opf_path), opf_path, limits.nesting)
     base = posixpath.dirname(opf_path)
     manifest: dict[str, tuple[str, str, str]] = {}
     for item in package.iter(f"{_OPF}item"):

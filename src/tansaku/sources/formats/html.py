@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from . import Extracted
+from . import Extracted, Limits
 
 _SKIPPED = frozenset(
     {"script", "style", "noscript", "template", "svg", "math", "nav", "aside", "footer", "form",
@@ -56,7 +56,8 @@ def decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def extract(raw: bytes) -> Extracted:
+def extract(raw: bytes, limits: Limits | None = None) -> Extracted:
+    """``limits``: none applies to HTML itself (any depth reads in linear time, below)."""
     return to_markdown(decode(raw), main_only=_MAIN.search(raw) is not None)
 
 

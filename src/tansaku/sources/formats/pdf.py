@@ -10,14 +10,21 @@ outline (bookmarks), when it has one: a bookmark's title found as a line of the 
 to becomes a ``#`` line of the bookmark's depth. Its title is the document's Title property,
 else its first line when that is short, else its first bookmark.
 Reading stops after ``MAX_PDF_PAGES`` pages or ``MAX_PDF_SECONDS`` seconds, and says so.
+
+PDFium inflates a page's content stream whole before reading it, so a 2 MB file whose one stream
+inflates to 2 GiB once took 3.2 GB of memory. Before PDFium opens the file, every compressed
+stream that is not an image (images are never decoded for text) is inflated here in pieces and
+counted, and the file is refused (``decompression-bomb``) past the limit for one stream or for
+all of them; the pieces are thrown away as they come, so the count costs time, not memory.
 """
 
 from __future__ import annotations
 
 import re
 import time
+import zlib
 
-from . import Extracted, ExtractionFailed, missing_extra
+from . import Extracted, ExtractionFailed, Limits, missing_extra
 
 # Control characters PDFium leaves in text (e.g. \x02 for a hyphen at a line end), and its
 # marker for a soft hyphen.
@@ -31,14 +38,20 @@ MAX_BOOKMARKS = 10_000
 _PASSWORD_ERROR = 4
 
 
-def extract(raw: bytes, max_pages: int | None = None, max_seconds: float | None = None) -> Extracted:
-    """The PDF's text; the limits default to the package's (read at call time)."""
-    from . import MAX_PDF_PAGES, MAX_PDF_SECONDS
+_STREAM = re.compile(rb"\bstream\r?\n")
+_OBJ = re.compile(rb"\d+\s+\d+\s+obj\b")
+_INFLATE_PIECE = 1024 * 1024
+_DICT_LOOKBACK = 4096
 
+
+def extract(raw: bytes, limits: Limits | None = None) -> Extracted:
+    """The PDF's text, within ``limits`` (the package's, read at call time, by default)."""
+    limits = limits or Limits.current()
     try:
         import pypdfium2 as pdfium
     except ImportError:
         raise missing_extra("pdf", "pypdfium2") from None
+    check_inflation(raw, limits.pdf_stream_bytes, limits.pdf_inflated_bytes)
     try:
         document = pdfium.PdfDocument(raw)
     except pdfium.PdfiumError as exc:
@@ -48,13 +61,57 @@ def extract(raw: bytes, max_pages: int | None = None, max_seconds: float | None 
             ) from exc
         raise ExtractionFailed("corrupt", f"PDFium cannot open it: {exc}") from exc
     try:
-        return _read(
-            document,
-            MAX_PDF_PAGES if max_pages is None else max_pages,
-            MAX_PDF_SECONDS if max_seconds is None else max_seconds,
-        )
+        return _read(document, limits.pdf_pages, limits.pdf_seconds)
     finally:
         document.close()
+
+
+def check_inflation(raw: bytes, per_stream: int, in_all: int) -> None:
+    """Raise ``decompression-bomb`` when a Flate stream (not an image) of the file inflates past
+    ``per_stream`` bytes, or all of them past ``in_all``."""
+    total = 0
+    for found in _STREAM.finditer(raw):
+        head = raw[max(0, found.start() - _DICT_LOOKBACK) : found.start()]
+        objects = list(_OBJ.finditer(head))
+        if objects:
+            head = head[objects[-1].end() :]
+        if b"FlateDecode" not in head or b"/Image" in head:
+            continue
+        size = _inflated_size(raw, found.end(), per_stream + 1)
+        total += size
+        if size > per_stream:
+            raise ExtractionFailed(
+                "decompression-bomb",
+                f"the stream at byte {found.start()} inflates past {_mib(per_stream)}"
+                " (the limit for one stream of a PDF); not read",
+            )
+        if total > in_all:
+            raise ExtractionFailed(
+                "decompression-bomb",
+                f"its streams inflate past {_mib(in_all)} (the limit for one PDF); not read",
+            )
+
+
+def _mib(size: int) -> str:
+    return f"{size // (1024 * 1024)} MiB"
+
+
+def _inflated_size(raw: bytes, start: int, stop_at: int) -> int:
+    """Bytes the zlib stream at ``start`` inflates to, counted up to ``stop_at``; a damaged
+    stream counts what inflated before the damage (PDFium meets the same damage)."""
+    inflater = zlib.decompressobj()
+    size = 0
+    view = memoryview(raw)
+    at = start
+    try:
+        while at < len(raw) and not inflater.eof and size < stop_at:
+            data = inflater.unconsumed_tail or view[at : at + _INFLATE_PIECE]
+            if not inflater.unconsumed_tail:
+                at += _INFLATE_PIECE
+            size += len(inflater.decompress(data, _INFLATE_PIECE))
+    except zlib.error:
+        pass
+    return size
 
 
 def _read(document: object, max_pages: int, max_seconds: float) -> Extracted:
