@@ -118,7 +118,8 @@ def test_a_deeply_nested_docx_is_refused_at_once(cli: Cli, tmp_path: Path) -> No
     report = add(cli, folder, "--formats", "docx")
     assert report["added"] == ["notes.md"]
     assert reasons(report) == {
-        "nested.docx": "too-deep (word/document.xml nests elements more than 256 deep (the limit per document))"
+        "nested.docx": "too-deep (word/document.xml nests elements more than 256 deep"
+        " (the limit per document))"
     }
 
 
