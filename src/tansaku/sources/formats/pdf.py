@@ -104,10 +104,12 @@ def _inflated_size(raw: bytes, start: int, stop_at: int) -> int:
     view = memoryview(raw)
     at = start
     try:
-        while at < len(raw) and not inflater.eof and size < stop_at:
-            data = inflater.unconsumed_tail or view[at : at + _INFLATE_PIECE]
-            if not inflater.unconsumed_tail:
-                at += _INFLATE_PIECE
+        while not inflater.eof and size < stop_at:
+            data = inflater.unconsumed_tail
+            if not data:
+                if at >= len(raw):
+                    break
+                data, at = view[at : at + _INFLATE_PIECE], at + _INFLATE_PIECE
             size += len(inflater.decompress(data, _INFLATE_PIECE))
     except zlib.error:
         pass
