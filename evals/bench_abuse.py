@@ -20,6 +20,15 @@ searches, on loopback, bounded in count and time.
    p50, p95 and errors (a non-200 answer or a 15 s timeout) of the searches in each run.
 5. The fuzz test's case count (test/test_serve_fuzz.py: examples per endpoint and tool) is
    reported beside, so the figures and the fuzzing are read together.
+6. **Hostile files** (``--part files``): each file of ``hostile_cases()``, made here by
+   test/hostile_files.py (a 2 MB PDF whose one stream inflates to 2 GiB, DOCX, EPUB and HTML pages
+   of 20,000 tables nested in each other), beside a healthy Markdown file, gets a real
+   ``collection add --formats pdf,html,docx,epub`` of the package at ``--src`` under a 2.5 GB
+   address-space limit and a ``--file-timeout``: exit code, seconds, the peak resident memory of
+   the command and every process it started, the file's skip reason, and whether the healthy
+   neighbour was indexed.
+
+``--part`` picks what runs: ``server`` (1-5), ``files`` (6), or ``all`` (the default).
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ sys.path.insert(0, str(EVALS))
 from bench_serve import cpu_seconds, free_port, log, prepare_corpus, queries  # noqa: E402
 
 CLIENT_TIMEOUT_S = 15.0
+ADDRESS_SPACE_LIMIT = 2500 * 1024 * 1024  # the issue's prlimit
 
 
 def abusive_requests() -> dict[str, tuple[str, dict[str, Any]]]:
@@ -153,6 +163,72 @@ def searches(port: int, words: list[str], clients: int, seconds: float, abusers:
     }
 
 
+def hostile_cases() -> dict[str, tuple[str, bytes]]:
+    """name -> (file name, bytes), made by the tests' own generators."""
+    sys.path.insert(0, str(REPO / "test"))
+    from hostile_files import nested_docx, nested_epub, nested_html, pdf_bomb
+
+    return {
+        "pdf_bomb_2gib": ("bomb.pdf", pdf_bomb(2048)),
+        "docx_20k_nested_tables": ("nested.docx", nested_docx(20_000)),
+        "epub_20k_nested_tables": ("nested.epub", nested_epub(20_000)),
+        "html_200k_nested_tables": ("nested.html", nested_html(200_000).encode()),
+    }
+
+
+_MEASURED = """
+import resource, subprocess, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+try:
+    done = subprocess.run(sys.argv[3:], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          timeout=float(sys.argv[2]))
+    code, out = done.returncode, done.stdout.decode()
+except subprocess.TimeoutExpired:
+    code, out = "timeout", ""
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code, file=sys.stderr)
+sys.stdout.write(out)
+"""
+
+
+def hostile_files(src: Path, root: Path, timeout_s: float) -> dict[str, dict[str, Any]]:
+    figures = {}
+    for name, (file_name, data) in hostile_cases().items():
+        folder = root / name
+        folder.mkdir(parents=True)
+        (folder / file_name).write_bytes(data)
+        (folder / "healthy.md").write_text("# Healthy\n\nLimpets graze on algae at low tide.\n")
+        env = {
+            **os.environ,
+            "TANSAKU_CONFIG_DIR": str(root / f"{name}-config"),
+            "TANSAKU_INDEX_PATH": str(root / f"{name}.sqlite"),
+            "PYTHONPATH": str(src.resolve()),
+        }
+        command = [sys.executable, "-m", "tansaku", "collection", "add", str(folder), "--name", "h",
+                   "--formats", "pdf,html,docx,epub", "--json"]  # fmt: skip
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", _MEASURED, str(ADDRESS_SPACE_LIMIT), str(timeout_s), *command],
+            env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        seconds = time.perf_counter() - started
+        peak_kib, code = done.stderr.strip().splitlines()[-1].split()
+        report: dict[str, Any] = {}
+        if code == "0":
+            [report] = json.loads(done.stdout)["collections"]
+        skipped = {skip["path"]: skip["reason"] for skip in report.get("skipped", [])}
+        figures[name] = {
+            "exit": code,
+            "seconds": round(seconds, 2),
+            "peak_rss_mib": int(peak_kib) // 1024,
+            "file_bytes": len(data),
+            "outcome": skipped.get(file_name) or ("indexed" if file_name in report.get("added", []) else "-"),
+            "healthy_indexed": "healthy.md" in report.get("added", []),
+        }
+        log(f"  {name}: {figures[name]}")
+    return figures
+
+
 def fuzz_cases() -> dict[str, int]:
     text = (REPO / "test" / "test_serve_fuzz.py").read_text()
     examples = int(text.split("EXAMPLES = ", 1)[1].split()[0])
@@ -169,8 +245,25 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each search run")
     parser.add_argument("--settle", type=float, default=120.0, help="longest wait for a request's CPU")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--part", choices=("all", "server", "files"), default="all")
+    parser.add_argument("--file-timeout", type=float, default=120.0, help="longest `collection add`")
     args = parser.parse_args()
 
+    figures: dict[str, Any] = {"src": str(args.src)}
+    if args.part in ("all", "files"):
+        with tempfile.TemporaryDirectory(prefix="tansaku-abuse-files-") as tmp:
+            log("hostile files, each beside a healthy one, `collection add` under a 2.5 GB limit")
+            figures["hostile_files"] = hostile_files(args.src, Path(tmp), args.file_timeout)
+    if args.part in ("all", "server"):
+        figures.update(server_figures(args))
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+def server_figures(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tansaku-abuse-") as tmp:
         root = Path(tmp)
         corpus = prepare_corpus(args.corpus, args.files, root)
@@ -225,8 +318,7 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 server.kill()
 
-    figures = {
-        "src": str(args.src),
+    return {
         "files": args.files,
         "clients": args.clients,
         "per_request": per_request,
@@ -235,11 +327,6 @@ def main() -> int:
         "search_beside_abuse": beside,
         "fuzz": fuzz_cases(),
     }
-    print(json.dumps(figures, indent=2))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0
 
 
 if __name__ == "__main__":
