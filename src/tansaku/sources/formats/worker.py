@@ -28,6 +28,10 @@ def main(argv: list[str]) -> int:
     if memory > 0:
         import resource
 
+        # Never above a limit this process was started under: only root may raise a hard limit.
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            memory = min(memory, hard)
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     # Ctrl-C reaches the whole process group: the indexer decides, and closes this process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
