@@ -245,8 +245,9 @@ class SessionRead:
 @_deferred(frozen=True)
 class SkippedDocument:
     virtual_path: str
-    size: int
+    size: int  # the file's bytes on disk, as `ls` shows them
     reason: str
+    text_bytes: int = 0  # the bytes of its text: what --max-bytes is compared with
 
 
 @_deferred(frozen=True)

@@ -118,6 +118,14 @@ def bodies(conn: Any, hashes: Iterable[str]) -> dict[str, str]:
     return {h: b for h, b in rows}
 
 
+def text_bytes(conn: Any, hashes: Iterable[str]) -> dict[str, int]:
+    hashes = list(set(hashes))
+    if not hashes:
+        return {}
+    rows = conn.execute("SELECT hash, octet_length(body) FROM content WHERE hash = ANY(%s)", (hashes,))
+    return {h: n for h, n in rows}
+
+
 def has_content(conn: Any, content_hash: str) -> bool:
     return conn.execute("SELECT 1 FROM content WHERE hash = %s", (content_hash,)).fetchone() is not None
 
