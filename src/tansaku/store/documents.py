@@ -250,7 +250,40 @@ def document_ids_in(conn: Any, collection: str) -> list[int]:
 
 
 def forget_collection_state(conn: Any, collection: str) -> None:
+    """The collection's last update and the files it skipped go (its documents go one by one)."""
     conn.execute("DELETE FROM collection_state WHERE name = ?", (collection,))
+    conn.execute("DELETE FROM skipped_files WHERE collection = ?", (collection,))
+
+
+@dataclass(frozen=True)
+class SkippedRow:
+    """A file `update` read and skipped on purpose, as it was then (the skip stands while the
+    file keeps this size and time and the file size limit is the same)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    reason: str
+    max_bytes: int
+
+
+def replace_skipped(conn: Any, collection: str, rows: Iterable[SkippedRow]) -> None:
+    """The files this update of ``collection`` skipped, in place of the last update's."""
+    conn.execute("DELETE FROM skipped_files WHERE collection = ?", (collection,))
+    conn.executemany(
+        "INSERT INTO skipped_files (collection, path, size, mtime_ns, reason, max_bytes)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [(collection, r.path, r.size, r.mtime_ns, r.reason, r.max_bytes) for r in rows],
+    )
+
+
+def skipped_in(conn: Any, collection: str) -> list[SkippedRow]:
+    rows = conn.execute(
+        "SELECT path, size, mtime_ns, reason, max_bytes FROM skipped_files WHERE collection = ?"
+        " ORDER BY path",
+        (collection,),
+    )
+    return [SkippedRow(*row) for row in rows]
 
 
 def prune_content(conn: Any) -> int:
@@ -261,6 +294,7 @@ def prune_content(conn: Any) -> int:
 def rename_collection(conn: Any, old: str, new: str) -> None:
     conn.execute("UPDATE documents SET collection = ? WHERE collection = ?", (new, old))
     conn.execute("UPDATE collection_state SET name = ? WHERE name = ?", (new, old))
+    conn.execute("UPDATE skipped_files SET collection = ? WHERE collection = ?", (new, old))
 
 
 def set_collection_state(conn: Any, name: str, root: str, last_update: str, indexer_version: int) -> None:
