@@ -169,3 +169,13 @@ def test_an_index_built_before_the_skipped_files_table_keeps_working(
     assert data["warnings"] == [] and data["pending"] == []
     assert (docs_info(data)["documents"], docs_info(data)["skipped"]) == (1, 3)
     assert cli("search", "indexed", "--json").json()["results"][0]["path"] == "good.md"
+
+
+def test_a_name_that_is_not_utf8_is_not_pending(cli, docs: Path):
+    # Every update skips it (invalid-utf8-name): asking for one more would never end.
+    fd = os.open(os.fsencode(docs) + b"/caf\xe9.md", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"# Cafe\n")
+    os.close(fd)
+    report = add(cli, docs)
+    assert "invalid-utf8-name" in [s["reason"] for s in report["skipped"]]
+    assert status(cli)["pending"] == []

@@ -195,7 +195,8 @@ def pending_summary(conn: Any, config: Config) -> list[str]:
             seen.add(item.rel_path)
             old = known.get(item.rel_path)
             if old is None:
-                new += item.rel_path not in standing
+                # A name that is not UTF-8 is skipped by every update (update lists it): not new.
+                new += item.rel_path not in standing and indexing.is_utf8(item.rel_path)
             elif old.size != item.size or old.mtime_ns != item.mtime_ns:
                 changed += 1
         gone = len(set(known) - seen)

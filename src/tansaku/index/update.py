@@ -114,7 +114,7 @@ def plan(
             result.skipped.append(_printable(item))
             if item.path.endswith("/") and item.reason.startswith("unreadable"):
                 unreadable_dirs.append(item.path.rstrip("/"))
-        elif not _utf8(item.rel_path):
+        elif not is_utf8(item.rel_path):
             result.skipped.append(_printable(SkippedFile(item.rel_path, "invalid-utf8-name")))
         else:
             found.append(item)
@@ -158,7 +158,7 @@ def plan(
     return result
 
 
-def _utf8(text: str) -> bool:
+def is_utf8(text: str) -> bool:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -168,7 +168,7 @@ def _utf8(text: str) -> bool:
 
 def _printable(skipped: SkippedFile) -> SkippedFile:
     """File names that are not valid UTF-8 arrive with surrogates; show them with U+FFFD."""
-    if _utf8(skipped.path):
+    if is_utf8(skipped.path):
         return skipped
     shown = skipped.path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return SkippedFile(shown, skipped.reason)
