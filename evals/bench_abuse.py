@@ -21,7 +21,7 @@ searches, on loopback, bounded in count and time.
 5. The fuzz test's case count (test/test_serve_fuzz.py: examples per endpoint and tool) is
    reported beside, so the figures and the fuzzing are read together.
 6. **Hostile files** (``--part files``): each file of ``hostile_cases()``, made here by
-   test/hostile_files.py (a 2 MB PDF whose one stream inflates to 2 GiB, DOCX, EPUB and HTML pages
+   test/hostile_files.py (a 9 MB PDF whose one stream inflates to 2 GiB, DOCX, EPUB and HTML pages
    of 20,000 tables nested in each other), beside a healthy Markdown file, gets a real
    ``collection add --formats pdf,html,docx,epub`` of the package at ``--src`` under a 2.5 GB
    address-space limit and a ``--file-timeout``: exit code, seconds, the peak resident memory of

@@ -223,6 +223,7 @@ def test_an_index_from_before_fields_is_upgraded_and_read_again(cli, garden: Pat
     conn = sqlean.connect(str(index_path), isolation_level=None)
     conn.execute("DROP TABLE document_fields")
     conn.execute("DROP TABLE extractions")  # schema 8, after the fields' 7
+    conn.execute("DROP TABLE skipped_files")  # schema 9
     conn.execute("PRAGMA user_version = 6")
     conn.execute("UPDATE collection_state SET indexer_version = 5")
     conn.close()

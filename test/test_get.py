@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from .made_files import marked_up_page
+
 pytestmark = [pytest.mark.usefixtures("indexed"), pytest.mark.both_backends]
 
 
@@ -232,3 +234,49 @@ def test_multi_get_line_limit_applies_max_bytes_to_the_lines_shown(cli, indexed:
     tight = cli("multi-get", "sample/notes/big.md", "-l", "3", "--max-bytes", "20", "--json").json()
     assert tight["documents"] == []
     assert "first 3 lines" in tight["skipped"][0]["reason"]
+
+
+def test_multi_get_max_bytes_counts_the_text_printed_not_the_file(cli, tmp_path: Path):
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    words = marked_up_page(folder / "howto.html")
+    assert (folder / "howto.html").stat().st_size > 2 * 10240 > 2 * len(words)
+    assert cli("collection", "add", folder, "--name", "pages", "--formats", "html").exit_code == 0
+    result = cli("multi-get", "pages/*.html", "--json")
+    assert result.exit_code == 0
+    data = result.json()
+    [page] = data["documents"]
+    assert data["skipped"] == [] and page["virtual_path"] == "tansaku://pages/howto.html"
+    assert "Paragraph 0099 of the howto, plain words." in page["lines"]
+    printed = sum(len(line.encode("utf-8")) + 1 for line in page["lines"])
+    # Under a limit below its text it is skipped, the reason giving the text's size.
+    tight = cli("multi-get", "pages/*.html", "--max-bytes", "1000", "--json")
+    assert tight.exit_code == 1  # every match skipped: nothing printed is not a success
+    [skipped] = tight.json()["skipped"]
+    assert printed - 1 <= skipped["text_bytes"] <= printed
+    assert f"its text is {skipped['text_bytes']} bytes, over --max-bytes 1000" in skipped["reason"]
+    assert skipped["size"] == (folder / "howto.html").stat().st_size
+    assert [w["code"] for w in tight.json()["warnings"]] == ["ALL_SKIPPED"]
+    shown = cli("multi-get", "pages/*.html", "--max-bytes", "1000")
+    assert shown.exit_code == 1
+    assert "skipped tansaku://pages/howto.html: its text is" in shown.stdout
+    assert "nothing printed: the 1 document that matches was skipped" in shown.stdout + shown.stderr
+    # get's --max-bytes is about the same text: the whole page fits its default.
+    whole = cli("get", "pages/howto.html", "--json").json()
+    assert whole["truncated"] is False and whole["lines"] == page["lines"]
+
+
+def test_multi_get_says_when_every_match_was_skipped_and_lists_each(cli, indexed: Path):
+    for name in ("one.md", "two.md"):
+        (indexed / "notes" / name).write_text("# Long\n" + "a long line of words\n" * 100, encoding="utf-8")
+    cli("update")
+    result = cli("multi-get", "sample/notes/one.md,sample/notes/two.md", "--max-bytes", "500")
+    assert result.exit_code == 1
+    one = "skipped tansaku://sample/notes/one.md: its text is 2107 bytes, over --max-bytes 500"
+    assert one in result.stdout
+    assert "skipped tansaku://sample/notes/two.md" in result.stdout
+    assert "all 2 documents that match were skipped" in result.stdout + result.stderr
+    # One that fits: printed, exit 0, the other still listed.
+    mixed = cli("multi-get", "sample/notes/one.md,sample/notes/ideas.md", "--max-bytes", "500", "--json")
+    assert mixed.exit_code == 0 and mixed.json()["warnings"] == []
+    assert [s["virtual_path"] for s in mixed.json()["skipped"]] == ["tansaku://sample/notes/one.md"]

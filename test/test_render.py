@@ -85,7 +85,9 @@ SLICE = doc_slice("a&b/<x>.md", ("line <&\"'>\x01", TICKS, "会議", "", "\ttab"
 MULTI = MultiGetResult(
     pattern="notes/*.md",
     documents=(SLICE, doc_slice("short.md", ("only line",), docid="fff000", total_lines=1, from_line=1)),
-    skipped=(SkippedDocument("tansaku://notes/big.md", 123456, "larger than --max-bytes"),),
+    skipped=(
+        SkippedDocument("tansaku://notes/big.md", 123456, "its text is 23456 bytes, over --max-bytes", 23456),
+    ),
     max_bytes=10240,
     max_lines=5,
     warnings=(Notice("PARTIAL", "1 document skipped"),),
@@ -208,7 +210,12 @@ def test_json_multi_and_admin_contract() -> None:
     assert list(data) == ["pattern", "documents", "skipped", "max_bytes", "max_lines", "warnings"]
     assert data["documents"][0]["lines"] == list(SLICE.lines) and data["documents"][0]["docid"] == "#abc123"
     assert data["skipped"] == [
-        {"virtual_path": "tansaku://notes/big.md", "size": 123456, "reason": MULTI.skipped[0].reason}
+        {
+            "virtual_path": "tansaku://notes/big.md",
+            "size": 123456,
+            "reason": MULTI.skipped[0].reason,
+            "text_bytes": 23456,
+        }
     ]
     update = json.loads(render(UPDATE, "json"))
     assert update["ok"] is False and update["collections"][0]["moved"] == [["old.md", "new/old.md"]]
@@ -243,7 +250,12 @@ def test_csv_round_trips() -> None:
     multi = _rows(render(MULTI, "csv", RenderOptions(full_path=True)))
     assert multi[1] == ["#abc123", SLICE.disk_path, "9", SLICE.lines[0]]
     assert [r[3] for r in multi[1:6]] == list(SLICE.lines)
-    assert multi[-1] == ["", "tansaku://notes/big.md", "", "SKIPPED: larger than --max-bytes (123456 bytes)"]
+    assert multi[-1] == [
+        "",
+        "tansaku://notes/big.md",
+        "",
+        "SKIPPED: its text is 23456 bytes, over --max-bytes",
+    ]
     assert _rows(render(EMPTY, "csv")) == [rows[0]]
 
 

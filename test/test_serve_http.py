@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from .made_files import marked_up_page
 from .serve_support import Server, free_port, http_server, request, tansaku
 
 LONG_TOKEN = "t" * 40  # --allow-remote needs 32 characters or more
@@ -79,6 +80,25 @@ def test_get_and_multi_get(server: Server, indexed: Path):
     assert missing.status == 404 and missing.json()["error"]["code"] == "DOC_NOT_FOUND"
     multi = server.post("/multi-get", {"pattern": "sample/guides/*.md", "l": 1}).json()
     assert multi["documents"] and all(len(d["lines"]) == 1 for d in multi["documents"])
+
+
+def test_multi_get_measures_a_page_by_its_text(indexed: Path, tmp_path: Path, cli):
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    marked_up_page(folder / "howto.html")  # ~20 KB on disk, ~4 KB of text
+    assert cli("collection", "add", folder, "--name", "pages", "--formats", "html").exit_code == 0
+    with http_server(tmp_path) as server:
+        fits = server.post("/multi-get", {"pattern": "pages/*.html"}).json()
+        assert [d["virtual_path"] for d in fits["documents"]] == ["tansaku://pages/howto.html"]
+        assert fits["skipped"] == [] and fits["max_bytes"] == 10240
+        tight = server.post("/multi-get", {"pattern": "pages/*.html", "max_bytes": 1000})
+        assert tight.status == 200 and tight.json()["documents"] == []
+        [skipped] = tight.json()["skipped"]
+        why = f"its text is {skipped['text_bytes']} bytes, over --max-bytes 1000"
+        assert skipped["reason"].startswith(why) and skipped["text_bytes"] < 10240
+        assert [w["code"] for w in tight.json()["warnings"]] == ["ALL_SKIPPED"]
+    run = tansaku("multi-get", "pages/*.html", "--max-bytes", "1000")
+    assert run.returncode == 1 and "nothing printed" in run.stdout + run.stderr
 
 
 def test_bad_requests_are_400_with_the_cli_error(server: Server):

@@ -245,8 +245,9 @@ class SessionRead:
 @_deferred(frozen=True)
 class SkippedDocument:
     virtual_path: str
-    size: int
+    size: int  # the file's bytes on disk, as `ls` shows them
     reason: str
+    text_bytes: int = 0  # the bytes of its text: what --max-bytes is compared with
 
 
 @_deferred(frozen=True)
@@ -325,6 +326,10 @@ class CollectionInfo:
     stale_vectors: int = 0  # chunks whose only vectors come from another model
     unembedded: int = 0  # chunks without a vector from the configured model (once embedding began)
     quick_vectors: int = 0  # of those, chunks searched by a quick vector until their full one
+    # Files the last `update` skipped on purpose and that are unchanged since (not pending: a
+    # change makes them pending again), and how many per reason code ({"corrupt": 1}).
+    skipped: int = 0
+    skipped_reasons: dict[str, int] = field(default_factory=dict)
 
 
 @_deferred(frozen=True)

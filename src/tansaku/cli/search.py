@@ -185,7 +185,9 @@ def register(commands: Any) -> None:
         "--max-bytes",
         type=positive_int,
         default=10 * 1024,
-        help="skip (and list) files larger than this; default 10240",
+        help="skip (and list) documents whose text is larger than this many bytes (the text"
+        " printed, e.g. an HTML page's words, not the file); default 10240. Exit 1 when every"
+        " match is skipped",
     )
     multi.add_argument(
         "--no-line-numbers", dest="line_numbers", action="store_false", help="raw text, no numbers"
@@ -256,4 +258,5 @@ def _get(args: argparse.Namespace, out: Output) -> int:
 def _multi_get(args: argparse.Namespace, out: Output) -> int:
     result = api_for(args).multi_get(args.pattern, max_lines=args.max_lines, max_bytes=args.max_bytes)
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
-    return 0
+    # Documents matched but none was printed (each over --max-bytes): not a quiet success.
+    return 1 if result.skipped and not result.documents else 0

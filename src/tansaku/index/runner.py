@@ -181,6 +181,8 @@ def pending_summary(conn: Any, config: Config) -> list[str]:
             lines.append(f"{collection.name}: folder {collection.path} is missing")
             continue
         known = store.documents_in(conn, collection.name)
+        # Skipped on purpose and unchanged since: `status` counts them as skipped, not new.
+        standing = indexing.standing_skips(conn, collection, config.max_file_bytes)
         masks = MaskMatcher(expand_masks(collection.masks))
         ignore = MaskMatcher(expand_masks(collection.ignore)) if collection.ignore else None
         new = changed = 0
@@ -193,7 +195,8 @@ def pending_summary(conn: Any, config: Config) -> list[str]:
             seen.add(item.rel_path)
             old = known.get(item.rel_path)
             if old is None:
-                new += 1
+                # A name that is not UTF-8 is skipped by every update (update lists it): not new.
+                new += item.rel_path not in standing and indexing.is_utf8(item.rel_path)
             elif old.size != item.size or old.mtime_ns != item.mtime_ns:
                 changed += 1
         gone = len(set(known) - seen)

@@ -4,12 +4,18 @@ Unchanged size + mtime: skipped without reading. Changed: read and hashed; the s
 refreshes the stored stat. Deleted: removed. A removed path whose content reappears at a new path
 is a move: the row keeps its id and content, only the path changes.
 
+A file read and skipped on purpose (corrupt, binary, too large) is remembered with its size and
+mtime (``skipped_files``), so `status` counts it as skipped rather than new while it stays so;
+`update` still reads it each time (cheap: a too-large file is refused by its size, a failed
+extraction is cached by content hash).
+
 The plan is computed first (read-only, so ``--dry-run`` reports exactly what would happen), then
 applied in one transaction.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +51,44 @@ class _Plan:
     # Files whose front matter could not be read (found while the plan is applied).
     broken_front: list[tuple[str, int | None, str]] = field(default_factory=list)
     extractions: ExtractionLog = field(default_factory=ExtractionLog)
+    max_file_bytes: int = 0  # the limit the skips below were decided under
+    # Files read and skipped for a reason that lasts while the file is unchanged.
+    lasting_skips: list[store.SkippedRow] = field(default_factory=list)
+
+
+# Skip reasons that may go away with the file unchanged (its permissions fixed, the docs extra
+# installed: see ExtractionFailed.cacheable): not remembered, so `status` keeps such a file
+# pending and says to run `update`, which tries it again.
+RETRIED_SKIPS = frozenset({"unreadable", "extra-missing", "reader-unavailable"})
+
+
+def skip_code(reason: str) -> str:
+    """The stable code a skip reason starts with: ``corrupt`` of ``corrupt (EOF marker...)``."""
+    return reason.split(" ", 1)[0]
+
+
+def standing_skips(conn: object, collection: Collection, max_file_bytes: int) -> dict[str, str]:
+    """Path -> reason of the files the last update of ``collection`` skipped on purpose that are
+    still as it found them: same size and mtime, same file size limit, still chosen by the
+    masks. One stat per remembered file, no reading."""
+    rows = store.skipped_in(conn, collection.name)
+    if not rows:
+        return {}
+    masks = MaskMatcher(expand_masks(collection.masks))
+    ignore = MaskMatcher(expand_masks(collection.ignore)) if collection.ignore else None
+    standing: dict[str, str] = {}
+    for row in rows:
+        if row.max_bytes != max_file_bytes or not masks.matches(row.path):
+            continue
+        if ignore is not None and ignore.matches(row.path):
+            continue
+        try:
+            st = os.stat(os.path.join(collection.path, *row.path.split("/")))
+        except OSError:
+            continue  # gone: nothing to count
+        if (st.st_size, st.st_mtime_ns) == (row.size, row.mtime_ns):
+            standing[row.path] = row.reason
+    return standing
 
 
 def now_iso() -> str:
@@ -63,7 +107,7 @@ def plan(
     existing = store.documents_in(conn, collection.name)
     # Files indexed by an older indexer are re-read even when unchanged on disk.
     outdated = store.indexer_version(conn, collection.name) not in (None, INDEXER_VERSION)
-    result = _Plan()
+    result = _Plan(max_file_bytes=max_file_bytes)
     found: list[FoundFile] = []
     unreadable_dirs: list[str] = []
     for item in walk_collection(Path(collection.path), masks, ignore):
@@ -71,7 +115,7 @@ def plan(
             result.skipped.append(_printable(item))
             if item.path.endswith("/") and item.reason.startswith("unreadable"):
                 unreadable_dirs.append(item.path.rstrip("/"))
-        elif not _utf8(item.rel_path):
+        elif not is_utf8(item.rel_path):
             result.skipped.append(_printable(SkippedFile(item.rel_path, "invalid-utf8-name")))
         else:
             found.append(item)
@@ -118,6 +162,10 @@ def _read_found(
             if isinstance(doc, SkippedFile):
                 result.skipped.append(doc)
                 seen.discard(item.rel_path)  # a file that can no longer be read leaves the index
+                if skip_code(doc.reason) not in RETRIED_SKIPS:
+                    result.lasting_skips.append(
+                        store.SkippedRow(item.rel_path, item.size, item.mtime_ns, doc.reason, max_file_bytes)
+                    )
             elif old is None:
                 result.add.append((item, doc))
             elif old.hash == doc.content_hash and not outdated:
@@ -129,7 +177,7 @@ def _read_found(
             progress(done, len(found), "reading")
 
 
-def _utf8(text: str) -> bool:
+def is_utf8(text: str) -> bool:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -139,7 +187,7 @@ def _utf8(text: str) -> bool:
 
 def _printable(skipped: SkippedFile) -> SkippedFile:
     """File names that are not valid UTF-8 arrive with surrogates; show them with U+FFFD."""
-    if _utf8(skipped.path):
+    if is_utf8(skipped.path):
         return skipped
     shown = skipped.path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return SkippedFile(shown, skipped.reason)
@@ -249,6 +297,7 @@ def apply(
         store.prune_content(conn)
         chunk_store.prune_chunks(conn)
     _store_extractions(conn, work.extractions, indexed_at)
+    store.replace_skipped(conn, collection.name, work.lasting_skips)
     store.set_collection_state(conn, collection.name, collection.path, indexed_at, INDEXER_VERSION)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ def collection_list(config: Config, config_path: Path, index: Backend) -> list[C
 
 def collection_infos(conn: Any, config: Config, config_path: Path) -> list[CollectionInfo]:
     from ..index.chunks import params_for
+    from ..index.update import skip_code, standing_skips
     from ..store.backend import chunks
     from ..types import CollectionInfo
 
@@ -52,6 +54,7 @@ def collection_infos(conn: Any, config: Config, config_path: Path) -> list[Colle
             quick = vector_store.collection_quick_count(conn, c.name, params, fingerprint)
             if fingerprint is not None or stale:
                 unembedded = distinct_chunks - vectors
+        skips = Counter(skip_code(r) for r in standing_skips(conn, c, config.max_file_bytes).values())
         infos.append(
             CollectionInfo(
                 c,
@@ -65,6 +68,8 @@ def collection_infos(conn: Any, config: Config, config_path: Path) -> list[Colle
                 stale,
                 unembedded,
                 quick,
+                skipped=sum(skips.values()),
+                skipped_reasons=dict(sorted(skips.items())),
             )
         )
     return infos

@@ -225,6 +225,13 @@ def _status(s: StatusReport) -> list[str]:
     if s.contexts:
         lines += ["contexts:", *("  " + line for line in _contexts(list(s.contexts)))]
     lines += ["pending:", *(f"  - {clean(p)}" for p in s.pending)] if s.pending else ["pending: (nothing)"]
+    skipping = [info for info in s.collections if info.skipped]
+    if skipping:
+        # Not pending: `update` would skip them again. A change to one makes it pending.
+        lines += [
+            "skipped (unchanged since `update` skipped them; `tansaku update --dry-run` lists them):",
+            *(f"  - {info.collection.name}: {skipped_words(info)}" for info in skipping),
+        ]
     if s.embed_model:
         window = f"{s.embed_window}-token windows" if s.embed_window else "not used by embed yet"
         if s.embed_budget:
@@ -293,7 +300,15 @@ def _collection(info: CollectionInfo) -> list[str]:
         ("size", human_size(info.bytes)),
         ("last update", when(info.last_update)),
     ]
+    if info.skipped:
+        fields.insert(-2, ("skipped", f"{skipped_words(info)}, unchanged since `update` skipped them"))
     return [f"{name + ':':<13}{value}" for name, value in fields]
+
+
+def skipped_words(info: CollectionInfo) -> str:
+    """``2 skipped (corrupt 1, too-large 1)``."""
+    reasons = ", ".join(f"{code} {n}" for code, n in info.skipped_reasons.items())
+    return f"{info.skipped} skipped ({reasons})"
 
 
 def _type(c: Collection) -> str:

@@ -64,9 +64,7 @@ def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOp
             writer.writerows([docid, path, n, line] for n, line in enumerate(doc.lines, doc.from_line))
         if isinstance(result, _types.MultiGetResult):
             # Skipped documents have no docid (they were never read); the row keeps them visible.
-            writer.writerows(
-                ["", s.virtual_path, "", f"SKIPPED: {s.reason} ({s.size} bytes)"] for s in result.skipped
-            )
+            writer.writerows(["", s.virtual_path, "", f"SKIPPED: {s.reason}"] for s in result.skipped)
     return buffer.getvalue()
 
 

@@ -129,10 +129,7 @@ def _multi(result: MultiGetResult, opts: RenderOptions) -> list[str]:
         blocks += _document(doc, opts)
     if result.skipped:
         blocks.append(
-            "\n".join(
-                f"- skipped {code_span(s.virtual_path)} ({s.size} bytes): {escape(s.reason)}"
-                for s in result.skipped
-            )
+            "\n".join(f"- skipped {code_span(s.virtual_path)}: {escape(s.reason)}" for s in result.skipped)
         )
     if not result.documents and not result.skipped:
         blocks.append("No documents matched.")

@@ -147,7 +147,7 @@ def _multi(result: MultiGetResult, opts: RenderOptions) -> str:
         path = paint(clean(shown_path(doc, opts)), "path", opts)
         header = f"==> {path} ({paint(show_docid(doc.docid), 'docid', opts)}) <=="
         blocks.append("\n".join([header, *_document_lines(doc, opts)]))
-    tail = [f"skipped {clean(s.virtual_path)} ({s.size} bytes): {clean(s.reason)}" for s in result.skipped]
+    tail = [f"skipped {clean(s.virtual_path)}: {clean(s.reason)}" for s in result.skipped]
     tail += warning_lines(result.warnings)
     if not result.documents and not result.skipped:
         tail.insert(0, f"No documents match {clean(result.pattern)}.")

@@ -151,7 +151,8 @@ def _multi(result: MultiGetResult) -> list[str]:
     for doc in result.documents:
         body += _document(doc)
     for s in result.skipped:
-        body.append(f"<skipped{attrs(virtual_path=s.virtual_path, size=s.size, reason=s.reason)}/>")
+        shown = attrs(virtual_path=s.virtual_path, size=s.size, text_bytes=s.text_bytes, reason=s.reason)
+        body.append(f"<skipped{shown}/>")
     body += _warnings(result.warnings)
     head = attrs(pattern=result.pattern, max_bytes=result.max_bytes, max_lines=result.max_lines)
     return [f"<documents{head}>", *_indent(body), "</documents>"]

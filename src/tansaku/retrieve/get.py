@@ -265,26 +265,36 @@ def multi_get(
                 docs.append(resolve(conn, item, collections, similar, disk_paths=disk_paths))
             except DocumentNotFound as exc:
                 warnings.append(Notice("NO_MATCH", f"{exc.message} ({exc.hint})"))
-    seen: set[int] = set()
+    unique = list({doc.id: doc for doc in docs}.values())
+    # The rule is about the text multi-get prints (a PDF's or an HTML page's extracted text, a
+    # text file's text), never the file on disk: markup can make a page 5 times its text.
+    sizes = store.text_bytes(conn, [doc.hash for doc in unique])
     slices: list[DocumentSlice] = []
     skipped: list[SkippedDocument] = []
-    for doc in docs:
-        if doc.id in seen:
-            continue
-        seen.add(doc.id)
+    for doc in unique:
         limits.check()
-        if max_lines is None and doc.size > max_bytes:
-            skipped.append(_skip(doc, f"larger than --max-bytes {max_bytes}"))
+        text_bytes = sizes.get(doc.hash, 0)
+        if max_lines is None and text_bytes > max_bytes:
+            why = f"its text is {text_bytes} bytes, over --max-bytes {max_bytes}"
+            skipped.append(_skip(doc, text_bytes, why))
             continue
         # With -l the output is at most that many lines: the byte limit applies to them, not to
-        # the whole file (3 lines of a 12 KiB page fit in 10 KiB).
+        # the whole text (3 lines of a 12 KiB page fit in 10 KiB).
         unbounded = DEFAULT_GET_MAX_BYTES + max_bytes
         piece = slice_document(conn, doc, collections, contexts, LineRange(1, max_lines, unbounded))
         used = sum(len(line.encode("utf-8")) + 1 for line in piece.lines)
-        if max_lines is not None and used > max_bytes:
-            skipped.append(_skip(doc, f"its first {max_lines} lines are larger than --max-bytes {max_bytes}"))
+        if used > max_bytes:
+            # Printed, each line ends in a newline: a text without a final one is a byte longer.
+            why = (
+                f"its text is {used} bytes, over --max-bytes {max_bytes}"
+                if max_lines is None
+                else f"its first {max_lines} lines are {used} bytes, over --max-bytes {max_bytes}"
+            )
+            skipped.append(_skip(doc, text_bytes, why))
             continue
         slices.append(piece)
+    if unique and not slices:
+        warnings.append(_nothing_printed(len(unique), max_bytes, max_lines))
     return MultiGetResult(
         pattern=pattern,
         documents=tuple(slices),
@@ -295,11 +305,26 @@ def multi_get(
     )
 
 
-def _skip(doc: store.StoredDocument, why: str) -> SkippedDocument:
+def _skip(doc: store.StoredDocument, text_bytes: int, why: str) -> SkippedDocument:
     return SkippedDocument(
         virtual_path(doc.collection, doc.path),
         doc.size,
         f"{why}; read it with `tansaku get` and -l/--from",
+        text_bytes,
+    )
+
+
+def _nothing_printed(matched: int, max_bytes: int, max_lines: int | None) -> Notice:
+    """Every match skipped: said in words (the CLI also exits 1), never an empty success."""
+    if matched == 1:
+        which = "the 1 document that matches was skipped"
+    else:
+        which = f"all {matched} documents that match were skipped"
+    what = "text" if max_lines is None else f"first {max_lines} lines"
+    fix = "read fewer lines with -l" if max_lines is None else "lower -l"
+    return Notice(
+        "ALL_SKIPPED",
+        f"nothing printed: {which} (their {what} over --max-bytes {max_bytes}); raise --max-bytes or {fix}",
     )
 
 

@@ -239,13 +239,14 @@ TOOLS: list[types.Tool] = [
         name="multi_get",
         description=(
             "Read several documents: a glob over tansaku:// paths ('notes/**/*.md'), a comma list,"
-            " or docids. Files over max_bytes (default 10240) are skipped and listed, never cut."
+            " or docids. Documents whose text is over max_bytes (default 10240) are skipped and listed,"
+            " never cut."
         ),
         input_schema=_schema(
             {
                 "pattern": {"type": "string", "description": "glob, comma list or docids"},
                 "max_lines": _whole("at most this many lines per file"),
-                "max_bytes": _whole("skip files larger than this"),
+                "max_bytes": _whole("skip documents whose text is larger than this (bytes)"),
                 "line_numbers": {
                     "type": "boolean",
                     "description": "number the lines of the text content (default true)",

@@ -132,6 +132,21 @@ def bodies(conn: Any, hashes: Iterable[str]) -> dict[str, str]:
     return {row["hash"]: row["body"] for row in rows}
 
 
+def text_bytes(conn: Any, hashes: Iterable[str]) -> dict[str, int]:
+    """Each text's size in UTF-8 bytes, without reading the texts (octet_length reads the record's
+    header, not the text; multi-get's --max-bytes looks at the text, not at the file)."""
+    hashes = list(set(hashes))
+    sizes: dict[str, int] = {}
+    for start in range(0, len(hashes), 500):  # below SQLite's bound on bound parameters
+        part = hashes[start : start + 500]
+        marks = ",".join("?" * len(part))
+        rows = conn.execute(
+            f"SELECT hash, octet_length(body) AS n FROM content WHERE hash IN ({marks})", part
+        )
+        sizes.update((row["hash"], row["n"]) for row in rows)
+    return sizes
+
+
 def has_content(conn: Any, content_hash: str) -> bool:
     return conn.execute("SELECT 1 FROM content WHERE hash = ?", (content_hash,)).fetchone() is not None
 
@@ -235,7 +250,40 @@ def document_ids_in(conn: Any, collection: str) -> list[int]:
 
 
 def forget_collection_state(conn: Any, collection: str) -> None:
+    """The collection's last update and the files it skipped go (its documents go one by one)."""
     conn.execute("DELETE FROM collection_state WHERE name = ?", (collection,))
+    conn.execute("DELETE FROM skipped_files WHERE collection = ?", (collection,))
+
+
+@dataclass(frozen=True)
+class SkippedRow:
+    """A file `update` read and skipped on purpose, as it was then (the skip stands while the
+    file keeps this size and time and the file size limit is the same)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    reason: str
+    max_bytes: int
+
+
+def replace_skipped(conn: Any, collection: str, rows: Iterable[SkippedRow]) -> None:
+    """The files this update of ``collection`` skipped, in place of the last update's."""
+    conn.execute("DELETE FROM skipped_files WHERE collection = ?", (collection,))
+    conn.executemany(
+        "INSERT INTO skipped_files (collection, path, size, mtime_ns, reason, max_bytes)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [(collection, r.path, r.size, r.mtime_ns, r.reason, r.max_bytes) for r in rows],
+    )
+
+
+def skipped_in(conn: Any, collection: str) -> list[SkippedRow]:
+    rows = conn.execute(
+        "SELECT path, size, mtime_ns, reason, max_bytes FROM skipped_files WHERE collection = ?"
+        " ORDER BY path",
+        (collection,),
+    )
+    return [SkippedRow(*row) for row in rows]
 
 
 def prune_content(conn: Any) -> int:
@@ -246,6 +294,7 @@ def prune_content(conn: Any) -> int:
 def rename_collection(conn: Any, old: str, new: str) -> None:
     conn.execute("UPDATE documents SET collection = ? WHERE collection = ?", (new, old))
     conn.execute("UPDATE collection_state SET name = ? WHERE name = ?", (new, old))
+    conn.execute("UPDATE skipped_files SET collection = ? WHERE collection = ?", (new, old))
 
 
 def set_collection_state(conn: Any, name: str, root: str, last_update: str, indexer_version: int) -> None:

@@ -272,6 +272,23 @@ CREATE TABLE extractions (
 ) WITHOUT ROWID
 """
 
+# Files `update` read and skipped on purpose (corrupt, binary, too large, a bomb), with the size
+# and modification time they had then: while a file still has them, the skip stands and `status`
+# counts the file as skipped instead of new; once it changes it is pending again. ``max_bytes`` is
+# the file size limit the skip was decided under (raising it makes the skips pending again). The
+# rows of a collection are replaced by each `update` of it and go with the collection.
+_V9 = """
+CREATE TABLE skipped_files (
+    collection TEXT NOT NULL,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    max_bytes INTEGER NOT NULL,
+    PRIMARY KEY (collection, path)
+) WITHOUT ROWID
+"""
+
 Migration = Callable[[Any], None]
 
 
@@ -293,6 +310,7 @@ MIGRATIONS: list[Migration] = [
     _script(_V6),
     _script(_V7),
     _script(_V8),
+    _script(_V9),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

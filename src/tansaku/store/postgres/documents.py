@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..documents import BM25_WEIGHTS, FtsText, StoredDocument
+from ..documents import BM25_WEIGHTS, FtsText, SkippedRow, StoredDocument
 from ..fields import DocumentFilter
 from . import bm25_sql
 from .bm25_sql import DOCUMENT_POSTINGS
@@ -116,6 +116,14 @@ def bodies(conn: Any, hashes: Iterable[str]) -> dict[str, str]:
         return {}
     rows = conn.execute("SELECT hash, body FROM content WHERE hash = ANY(%s)", (hashes,))
     return {h: b for h, b in rows}
+
+
+def text_bytes(conn: Any, hashes: Iterable[str]) -> dict[str, int]:
+    hashes = list(set(hashes))
+    if not hashes:
+        return {}
+    rows = conn.execute("SELECT hash, octet_length(body) FROM content WHERE hash = ANY(%s)", (hashes,))
+    return {h: n for h, n in rows}
 
 
 def has_content(conn: Any, content_hash: str) -> bool:
@@ -345,6 +353,25 @@ def document_ids_in(conn: Any, collection: str) -> list[int]:
 
 def forget_collection_state(conn: Any, collection: str) -> None:
     conn.execute("DELETE FROM collection_state WHERE name = %s", (collection,))
+    conn.execute("DELETE FROM skipped_files WHERE collection = %s", (collection,))
+
+
+def replace_skipped(conn: Any, collection: str, rows: Iterable[SkippedRow]) -> None:
+    conn.execute("DELETE FROM skipped_files WHERE collection = %s", (collection,))
+    conn.executemany(
+        "INSERT INTO skipped_files (collection, path, size, mtime_ns, reason, max_bytes)"
+        " VALUES (%s, %s, %s, %s, %s, %s)",
+        [(collection, r.path, r.size, r.mtime_ns, r.reason, r.max_bytes) for r in rows],
+    )
+
+
+def skipped_in(conn: Any, collection: str) -> list[SkippedRow]:
+    rows = conn.execute(
+        "SELECT path, size, mtime_ns, reason, max_bytes FROM skipped_files WHERE collection = %s"
+        " ORDER BY path",
+        (collection,),
+    )
+    return [SkippedRow(*row) for row in rows]
 
 
 def rename_collection(conn: Any, old: str, new: str) -> None:
@@ -353,6 +380,7 @@ def rename_collection(conn: Any, old: str, new: str) -> None:
     for table in kept:
         conn.execute(f"UPDATE {table} SET collection = %s WHERE collection = %s", (new, old))
     conn.execute("UPDATE collection_state SET name = %s WHERE name = %s", (new, old))
+    conn.execute("UPDATE skipped_files SET collection = %s WHERE collection = %s", (new, old))
 
 
 def set_collection_state(conn: Any, name: str, root: str, last_update: str, indexer_version: int) -> None:

@@ -339,6 +339,20 @@ $body$
 """
 
 
+# Files `update` skipped on purpose, as SQLite's version 9 (store/migrations.py).
+_V7 = """
+CREATE TABLE skipped_files (
+    collection text COLLATE "C" NOT NULL,
+    path text COLLATE "C" NOT NULL,
+    size bigint NOT NULL,
+    mtime_ns bigint NOT NULL,
+    reason text NOT NULL,
+    max_bytes bigint NOT NULL,
+    PRIMARY KEY (collection, path)
+)
+"""
+
+
 def _v6(conn: Any) -> None:
     _script(_V6)(conn)
     conn.execute(_TAKE_IDS)
@@ -356,7 +370,15 @@ def _script(sql: str) -> Migration:
     return run
 
 
-MIGRATIONS: list[Migration] = [_script(_V1), _script(_V2), _script(_V3), _script(_V4), _script(_V5), _v6]
+MIGRATIONS: list[Migration] = [
+    _script(_V1),
+    _script(_V2),
+    _script(_V3),
+    _script(_V4),
+    _script(_V5),
+    _v6,
+    _script(_V7),
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
