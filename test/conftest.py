@@ -149,6 +149,26 @@ def config_path(isolated: Path) -> Path:
 
 
 @pytest.fixture
+def without_pdf_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """As if the docs extra (pypdfium2) were not installed, for the extraction worker, which is a
+    process of its own: a pypdfium2 that cannot be imported comes first on its path. Call the
+    returned function to install the extra again."""
+    hidden = tmp_path / "without_pdf_extra" / "pypdfium2"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    previous = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(hidden.parent), previous) if p))
+
+    def install() -> None:
+        if previous is None:
+            monkeypatch.delenv("PYTHONPATH")
+        else:
+            monkeypatch.setenv("PYTHONPATH", previous)
+
+    return install
+
+
+@pytest.fixture
 def sample(tmp_path: Path) -> Path:
     """A private copy of the bundled sample collection (tests may change it)."""
     target = tmp_path / "sample"

@@ -153,20 +153,14 @@ def test_dry_run_extracts_but_stores_nothing(cli: Cli, docs: Path, index_path: P
 
 
 def test_missing_extra_is_a_skip_reason_and_tried_again(
-    cli: Cli, docs: Path, index_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, docs: Path, index_path: Path, without_pdf_extra: Callable[[], None]
 ) -> None:
-    # As if the docs extra were not installed: the extraction worker finds a pypdfium2 that
-    # cannot be imported first on its path.
-    hidden = tmp_path / "without_pypdfium2" / "pypdfium2"
-    hidden.mkdir(parents=True)
-    (hidden / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
-    monkeypatch.setenv("PYTHONPATH", str(hidden.parent))
     report = add(cli, docs)
     reasons = {s["path"]: s["reason"] for s in report["skipped"]}
     assert reasons["guide.pdf"].startswith("extra-missing (reading PDF files needs pypdfium2:")
     assert "pip install 'tansaku[docs]'" in reasons["guide.pdf"]
     assert not [key for key in extractions(index_path) if key[1] == "pdf/1"]  # nothing cached
-    monkeypatch.delenv("PYTHONPATH")
+    without_pdf_extra()
     assert update(cli)["added"] == ["guide.pdf"]
 
 

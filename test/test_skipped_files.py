@@ -4,7 +4,6 @@ and `doctor` stop asking for an update until such a file changes (issue 36, item
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +109,7 @@ def test_files_skipped_on_purpose_are_not_pending_until_they_change(cli, docs: P
     assert docs_info(data)["skipped_reasons"] == {"too-large": 1}
 
 
-def test_a_skip_that_may_pass_next_time_stays_pending(cli, docs: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setitem(sys.modules, "pypdfium2", None)  # the docs extra not installed
+def test_a_skip_that_may_pass_next_time_stays_pending(cli, docs: Path, without_pdf_extra):
     report = add(cli, docs)
     reasons = {s["path"]: s["reason"].split(" ", 1)[0] for s in report["skipped"]}
     assert reasons["broken.pdf"] == "extra-missing"
