@@ -157,8 +157,10 @@ def add_index_option(parser: argparse.ArgumentParser, *, top_level: bool = False
         "--index",
         metavar="NAME",
         default=None if top_level else argparse.SUPPRESS,
-        help="use a named index (its own config NAME.toml and index NAME.sqlite), or a postgresql:// URL "
-        "(the index in that database, the default config); default: index",
+        help="use a named index (its own config NAME.toml and index NAME.sqlite in the cache folder,"
+        " even when TANSAKU_INDEX_PATH is set: the flag wins, the variable moves only the default"
+        " index), or a postgresql:// URL (the index in that database, the default config);"
+        " default: index",
     )
 
 
