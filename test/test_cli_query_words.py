@@ -320,6 +320,9 @@ def test_the_refusal_comes_before_anything_runs_and_names_every_unknown_word(cli
         "(to search for --jsn --formt=xml as text, put -- before them:"
         " tansaku search -n 2 -- bisect --jsn --formt=xml)"
     )
+    # The words before the command are part of the line to run again.
+    error = refused(cli("--index", "work", "vsearch", "bisect", "--jsn"))
+    assert error.endswith("put -- before it: tansaku --index work vsearch -- bisect --jsn)")
 
 
 def test_the_suggested_line_searches_for_the_word_as_text(cli, notes: Path):

@@ -30,6 +30,9 @@ QUERY_WORDS_EPILOG = (
 _LONG_OPTION = re.compile(r"--[^\W_][\w-]*(?:=.*)?", re.DOTALL)
 # Long names other search tools use for a short option of ours: `--limit 5` is `-n 5`.
 _SYNONYMS = {"limit": "n", "num": "n", "count": "n"}
+# The whole command line being parsed, for the words before a sub-command's own (`--index work
+# search`): argparse hands a sub-parser only the words after its name.
+_line: list[str] | None = None
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -49,7 +52,12 @@ class CommandParser(argparse.ArgumentParser):
     def parse_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> argparse.Namespace:
-        parsed, extras = self.parse_known_args(args, namespace)
+        global _line
+        _line = list(sys.argv[1:] if args is None else args)
+        try:
+            parsed, extras = self.parse_known_args(args, namespace)
+        finally:
+            _line = None
         if extras:
             # argparse would name the words only, in the top-level usage: name them in the usage
             # of the command that refused them, with what was probably meant.
@@ -111,12 +119,12 @@ class CommandParser(argparse.ArgumentParser):
         # excludes, `find -mtime` names an option); only the -- form is a person's option.
         # Completion parses half-typed lines: it must never stop at one of them.
         if unknown and "_ARGCOMPLETE" not in os.environ:
-            self.error(self._unknown_options(unknown, options, query))
+            self.error(self._unknown_options(unknown, options, query, len(words)))
         if not query:
             return options  # argparse then reports the missing query in its usual words
         return [*options, "--", *query]
 
-    def _unknown_options(self, unknown: list[str], options: list[str], query: list[str]) -> str:
+    def _unknown_options(self, unknown: list[str], options: list[str], query: list[str], own: int) -> str:
         """``unknown option --jsn; did you mean --json?``, and the line that searches for it."""
         from .suggest import nearest
 
@@ -131,8 +139,11 @@ class CommandParser(argparse.ArgumentParser):
                 close = ["-" + short]  # --n or --limit for -n
             guess = f"; did you mean {' or '.join(close)}?" if close else ""
             parts.append(f"unknown option {word}{guess}")
-        # The line that searches for them: the same options, then every query word after a --.
-        literal = shlex.join(["tansaku", *self.prog.split()[1:], *options, "--", *query])
+        # The line that searches for them: the same words up to the command (`--index work
+        # search`), the same options, then every query word after a --.
+        start = _line[: len(_line) - own] if _line is not None and len(_line) >= own else None
+        command = start if start else self.prog.split()[1:]
+        literal = shlex.join(["tansaku", *command, *options, "--", *query])
         words = " ".join(dict.fromkeys(unknown))
         them = "it" if len(set(unknown)) == 1 else "them"
         return "; ".join(parts) + f" (to search for {words} as text, put -- before {them}: {literal})"
