@@ -52,7 +52,7 @@ def locations(index_name: str | None = None) -> Locations:
     # index (issue 36). The flag's file is the named index's own, whatever the environment says.
     cache_file = _xdg("XDG_CACHE_HOME", ".cache") / "tansaku" / f"{name}.sqlite"
     index_file, _source = choose(
-        flag=cache_file if index_name is not None else None,
+        flag=cache_file if index_name else None,
         env="TANSAKU_INDEX_PATH",
         default=cache_file,
     )

@@ -6,7 +6,6 @@ import argparse
 import json
 import os
 import re
-import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -126,6 +125,8 @@ class CommandParser(argparse.ArgumentParser):
 
     def _unknown_options(self, unknown: list[str], options: list[str], query: list[str], own: int) -> str:
         """``unknown option --jsn; did you mean --json?``, and the line that searches for it."""
+        import shlex  # only a refusal pays for it
+
         from .suggest import nearest
 
         longs = [name[2:] for name in self._option_string_actions if name.startswith("--")]
