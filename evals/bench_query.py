@@ -82,8 +82,9 @@ def stage_times(explain: dict[str, Any]) -> dict[str, dict[str, float]]:
 def whole_process(queries: list[str], env: dict[str, str], extra: list[str]) -> list[dict[str, Any]]:
     runs = []
     for query in queries:
-        command = [str(ROOT / ".venv" / "bin" / "tansaku"), "query", *query.split(), "-c", COLLECTION]
-        command += ["--json", "--explain", *extra, "--"]
+        command = [str(ROOT / ".venv" / "bin" / "tansaku"), "query", "-c", COLLECTION]
+        # After --, a query word such as --save-exact is text, not a mistyped option (issue 36).
+        command += ["--json", "--explain", *extra, "--", *query.split()]
         started = time.perf_counter()
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - started

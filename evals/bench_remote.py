@@ -72,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         base_env = {
             **os.environ,
             "TANSAKU_CONFIG_DIR": str(root / "config"),
+            # `--index NAME` keeps its file in the cache folder, whatever TANSAKU_INDEX_PATH says.
+            "XDG_CACHE_HOME": str(root / "cache"),
             "TANSAKU_MODEL_DIR": str(root / "models"),
             "TANSAKU_THREADS": str(args.threads),
             "TANSAKU_PROGRESS_INTERVAL": "3600",
@@ -83,11 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             paths = {"in-process": str(model), "endpoint": f"{base}#minilm"}
             envs = {}
             for name, reference in paths.items():
-                envs[name] = {
-                    **base_env,
-                    "TANSAKU_INDEX_PATH": str(root / f"{name}.sqlite"),
-                    "TANSAKU_EMBED_MODEL": reference,
-                }
+                envs[name] = {**base_env, "TANSAKU_EMBED_MODEL": reference}
                 _run(["--index", name, "collection", "add", str(corpus), "--name", "corpus"], envs[name])
             runs: dict[str, list[dict]] = {name: [] for name in paths}
             for round_number in range(args.rounds):

@@ -127,13 +127,14 @@ def test_a_lone_double_dash_ends_the_options(cli, spy):
     ("word", "why"),
     [
         ("-5", "a negative number alone"),
-        ("--ful", "a prefix of --full and --full-path: no abbreviations"),
-        ("--min", "a prefix of --min-score"),
         ("-nginx", "-n glued to a value that is not a number"),
         ("-crypto", "-c glued to a value: collection names are never glued"),
         ("-vx", "short flags are not grouped"),
-        ("--limit=3", "=VALUE after a name that is not an option"),
+        ("-ful", "one dash: a query word, whatever option it resembles"),
         ("-", "a lone dash"),
+        ("---", "dashes only: text, not an option"),
+        ("--8<--", "a snippet marker: no option name after the dashes"),
+        ("--user pip", "one quoted word with a space: a query, not an option"),
     ],
 )
 def test_option_looking_words_that_are_not_options_are_query_words(cli, spy, word: str, why: str):
@@ -247,3 +248,131 @@ def test_installed_entry_point_excludes_an_unquoted_minus_word(notes: Path):
     data = json.loads(result.stdout)
     assert data["query"] == "restore -laptop"
     assert [hit["path"] for hit in data["results"]] == ["desktop.md"]
+
+
+# Issue 36, item 8: a word with two dashes that is not an option of the command is a mistyped
+# option, never query text: `search bisect --jsn` searched for "bisect --jsn" and exited 0.
+QUERY_COMMANDS = ("search", "vsearch", "query")
+
+
+def query_word_commands() -> list[str]:
+    """Every command whose free words are a query, read from the parser itself, so that a new
+    one cannot escape the tests below."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found = []
+    for name, sub in commands.choices.items():
+        subs = [sub] + [
+            child
+            for action in sub._actions
+            if isinstance(action, argparse._SubParsersAction)
+            for child in action.choices.values()
+        ]
+        found += [name for parser in subs if getattr(parser, "query_words", False)]
+    return found
+
+
+def test_the_query_word_commands_are_the_ones_tested():
+    assert sorted(query_word_commands()) == sorted(QUERY_COMMANDS)
+
+
+def refused(result) -> str:
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert result.stderr.startswith("usage: tansaku ")
+    return result.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("command", QUERY_COMMANDS)
+@pytest.mark.parametrize(
+    ("argv", "unknown", "guess"),
+    [
+        (["bisect", "--jsn"], "--jsn", "--json"),
+        (["bisect", "--formt", "xml"], "--formt", "--format"),
+        (["restore", "--formt=xml"], "--formt=xml", "--format"),
+        (["restore", "--ful"], "--ful", "--full"),  # no prefix matching either
+        (["restore", "--min"], "--min", "--min-score"),
+        (["restore", "--limit", "3"], "--limit", "-n"),
+        (["restore", "--n", "3"], "--n", "-n"),
+        (["--collectoin", "notes", "restore"], "--collectoin", "--collection"),
+        (["pip", "--user"], "--user", None),  # a program's option: searched only after --
+        (["--exclude=node_modules"], "--exclude=node_modules", None),
+    ],
+)
+def test_an_unknown_double_dash_word_is_refused_with_the_nearest_option(
+    cli, command: str, argv: list[str], unknown: str, guess: str | None
+):
+    error = refused(cli(command, *argv))
+    assert error.startswith(f"tansaku {command}: error: unknown option {unknown}")
+    if guess is None:
+        assert "did you mean" not in error
+    else:
+        assert f"unknown option {unknown}; did you mean {guess}? " in error
+    assert f"(to search for {unknown} as text, put -- before it: tansaku {command} " in error
+
+
+def test_the_refusal_comes_before_anything_runs_and_names_every_unknown_word(cli, spy):
+    # The spy raises if the api is reached: a refusal must stop at the command line.
+    error = refused(cli("search", "bisect", "--jsn", "-n", "2", "--formt=xml"))
+    assert "unknown option --jsn; did you mean --json?" in error
+    assert "unknown option --formt=xml; did you mean --format?" in error
+    assert error.endswith(
+        "(to search for --jsn --formt=xml as text, put -- before them:"
+        " tansaku search -n 2 -- bisect --jsn --formt=xml)"
+    )
+    # The words before the command are part of the line to run again.
+    error = refused(cli("--index", "work", "vsearch", "bisect", "--jsn"))
+    assert error.endswith("put -- before it: tansaku --index work vsearch -- bisect --jsn)")
+
+
+def test_the_suggested_line_searches_for_the_word_as_text(cli, notes: Path):
+    (notes / "pip.md").write_text("# pip\n\nInstall for one user: pip install --user.\n", encoding="utf-8")
+    assert cli("update").exit_code == 0
+    error = refused(cli("search", "install", "--user", "--json"))
+    line = error.split("put -- before it: ", 1)[1].rstrip(")")
+    assert line == "tansaku search --json -- install --user"
+    result = cli(*line.split()[1:])
+    assert found(result) == ["pip.md"]
+    assert result.json()["query"] == "install --user"
+
+
+@pytest.mark.parametrize(
+    ("argv", "query"),
+    [
+        (["--", "--user"], "--user"),
+        (["pip", "--", "--save-exact", "-n", "2"], "pip --save-exact -n 2"),
+        (["-n", "2", "--", "--exclude=node_modules"], "--exclude=node_modules"),
+        (["pip --user"], "pip --user"),  # the whole query as one quoted word
+        (["--user pip"], "--user pip"),
+        (["find", "-mtime"], "find -mtime"),  # one dash: unchanged
+        (["head", "-20"], "head -20"),
+    ],
+)
+def test_after_a_lone_double_dash_or_quoted_with_other_words_it_is_query_text(
+    cli, spy, argv: list[str], query: str
+):
+    assert spy(cli, "search", *argv)[0] == query
+    assert spy(cli, "vsearch", *argv)[0] == query
+
+
+def test_help_says_a_mistyped_option_is_refused(cli):
+    for command in QUERY_COMMANDS:
+        text = " ".join(cli(command, "--help").stdout.split())
+        assert "A word that starts with -- and is not an option above is refused" in text
+        assert f"`tansaku {command} pip -- --user` for pip --user" in text
+
+
+@pytest.mark.subprocess
+def test_a_real_process_refuses_a_mistyped_option_with_exit_2(notes: Path):
+    result = subprocess.run(
+        [str(WRAPPER), "search", "bisect", "--jsn"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TANSAKU_PYTHON": sys.executable},
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "tansaku search: error: unknown option --jsn; did you mean --json?" in result.stderr
+    assert "Traceback" not in result.stderr

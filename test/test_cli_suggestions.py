@@ -122,13 +122,18 @@ def test_an_invalid_choice_gets_a_guess_after_argparse_list(cli: Cli):
     )
 
 
-def test_a_query_word_that_looks_like_an_option_is_still_a_query_word(cli: Cli, tmp_path: Path):
-    # search takes -words as query words (issue 9): no guess turns --ful into --full.
+def test_a_query_word_with_two_dashes_is_a_mistyped_option_unless_after_a_lone_dash(cli: Cli, tmp_path: Path):
+    # search takes -words as query words (issue 9), but --ful is a typo of --full (issue 36): it
+    # is refused with the nearest option, and searched for only after --.
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "a.md").write_text("a --ful flag\n", encoding="utf-8")
     assert cli("collection", "add", notes, "--name", "notes").exit_code == 0
-    result = cli("search", "flag", "--ful", "--json")
+    assert usage_error(cli("search", "flag", "--ful", "--json")) == (
+        "tansaku search: error: unknown option --ful; did you mean --full? (to search for --ful as"
+        " text, put -- before it: tansaku search --json -- flag --ful)"
+    )
+    result = cli("search", "--json", "--", "flag", "--ful")
     assert result.exit_code == 0, result.stderr
     assert [hit["path"] for hit in result.json()["results"]] == ["a.md"]
 

@@ -36,7 +36,10 @@ def ok_json(result: CliResult) -> object:
     return result.json()
 
 
-def failed(result: CliResult, code: str, exit_code: int = 2) -> dict:
+def failed(result: CliResult, code: str, exit_code: int | None = None) -> dict:
+    # README's table: a named thing that does not exist is 1 (not found), other refusals 2.
+    if exit_code is None:
+        exit_code = 1 if code.endswith("_NOT_FOUND") else 2
     assert result.exit_code == exit_code, (result.stdout, result.stderr)
     assert result.stdout == ""
     error = result.error()
@@ -596,7 +599,7 @@ def test_unknown_collection_message_lists_the_known_ones(cli: Cli, indexed: Path
     error = failed(cli("collection", "show", "nope", "--json"), "COLLECTION_NOT_FOUND")
     assert "sample" in error["message"]
     plain = cli("collection", "show", "nope")
-    assert plain.exit_code == 2
+    assert plain.exit_code == 1
     assert plain.stderr.startswith("error: ")
     assert plain.stdout == ""
 

@@ -93,6 +93,9 @@ def test_collection_names_from_the_config(tmp_path: Path, two_collections: Path,
     assert complete("tansaku search -c w", tmp_path) == ["work-log"]
     # After a query word that looks like an option: search sorts its words itself (issue 9).
     assert complete("tansaku search backup -laptop --collection ", tmp_path) == ["notes", "work-log"]
+    # After a mistyped option, which running the line refuses (issue 36): completion still works.
+    assert complete("tansaku search backup --jsn -c ", tmp_path) == ["notes", "work-log"]
+    assert complete("tansaku search backup --jsn --ful", tmp_path) == ["--full", "--full-path"]
     assert complete("tansaku vsearch x -c n", tmp_path) == ["notes"]
     assert complete("tansaku update -c ", tmp_path) == ["notes", "work-log"]
     assert complete("tansaku collection show ", tmp_path)[-2:] == ["notes", "work-log"]

@@ -97,7 +97,7 @@ def test_sibling_folder_with_a_longer_name_is_not_inside(cli: Cli, indexed: Path
     # "/x/sample-old" starts with "/x/sample" as a string but is not inside it.
     sibling = indexed.parent / (indexed.name + "-old")
     sibling.mkdir()
-    failed(cli("context", "add", ".", "text", "--json", cwd=sibling), "COLLECTION_NOT_FOUND", 2)
+    failed(cli("context", "add", ".", "text", "--json", cwd=sibling), "COLLECTION_NOT_FOUND", 1)
 
 
 def test_nested_collections_the_deepest_root_wins(cli: Cli, indexed: Path) -> None:
@@ -126,11 +126,11 @@ def test_path_outside_every_collection_is_refused(
     outside = tmp_path / "outside"
     outside.mkdir()
     before = config_path.read_bytes()
-    error = failed(cli("context", "add", str(outside), "text", "--json"), "COLLECTION_NOT_FOUND", 2)
+    error = failed(cli("context", "add", str(outside), "text", "--json"), "COLLECTION_NOT_FOUND", 1)
     assert str(outside) in error["message"]
     assert "not inside any collection" in error["message"]
-    failed(cli("context", "add", ".", "text", "--json", cwd=outside), "COLLECTION_NOT_FOUND", 2)
-    failed(cli("context", "add", "text", "--json", cwd=outside), "COLLECTION_NOT_FOUND", 2)
+    failed(cli("context", "add", ".", "text", "--json", cwd=outside), "COLLECTION_NOT_FOUND", 1)
+    failed(cli("context", "add", "text", "--json", cwd=outside), "COLLECTION_NOT_FOUND", 1)
     error = failed(cli("context", "add", "nowhere/sub", "text", "--json", cwd=outside), "USAGE", 2)
     assert "nowhere/sub" in error["message"]
     assert config_path.read_bytes() == before

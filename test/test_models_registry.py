@@ -181,7 +181,7 @@ def test_models_add_refuses_a_file_that_is_not_gguf(cli, tmp_path: Path, config_
 
 def test_models_add_refuses_a_missing_file_and_a_folder(cli, tmp_path: Path, config_path: Path):
     missing = cli("models", "add", "embed", tmp_path / "nope.gguf", "--json")
-    assert (missing.exit_code, missing.error()["code"]) == (2, "PATH_NOT_FOUND")
+    assert (missing.exit_code, missing.error()["code"]) == (1, "PATH_NOT_FOUND")
     folder = cli("models", "add", "embed", tmp_path, "--json")
     assert folder.exit_code == 2
     assert not config_path.exists()

@@ -230,7 +230,7 @@ def test_collection_filter_keeps_a_small_collection_from_being_starved(cli, tmp_
 
 def test_unknown_collection_is_an_error_not_an_empty_result(cli):
     result = cli("search", "backup", "-c", "nope", "--json")
-    assert result.exit_code == 2
+    assert result.exit_code == 1  # not found, as README's exit codes say
     assert result.error()["code"] == "COLLECTION_NOT_FOUND"
 
 

@@ -125,7 +125,7 @@ def test_default_folders_are_the_tools_own(cli: Cli, isolated: Path):
     update = collection_update(cli("collection", "add", "--type", "claude", "--json"))
     assert len(update["added"]) == 2
     missing = cli("collection", "add", "--type", "codex", "--json")
-    assert missing.exit_code == 2 and missing.error()["code"] == "PATH_NOT_FOUND"
+    assert missing.exit_code == 1 and missing.error()["code"] == "PATH_NOT_FOUND"
 
 
 def test_files_collections_still_need_a_path(cli: Cli):

@@ -289,6 +289,13 @@ def hook_env(places: Places) -> dict[str, str]:
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["TANSAKU_CONFIG_DIR"] = str(places.state / "config")
     env["TANSAKU_INDEX_PATH"] = str(places.state / "index.sqlite")
+    # The README line names its index (`--index sample`), and a named index's file is in the cache
+    # folder whatever TANSAKU_INDEX_PATH says: the hooks get a cache folder of their own. pip's
+    # cache stays the user's (a build or install must not download again, nor fail offline).
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    real_cache = Path(cache) if os.path.isabs(cache) else Path.home() / ".cache"
+    env.setdefault("PIP_CACHE_DIR", str(real_cache / "pip"))
+    env["XDG_CACHE_HOME"] = str(places.state / "cache")
     return env
 
 

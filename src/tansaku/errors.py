@@ -1,13 +1,27 @@
 """The error tree. Library code raises these; only the CLI turns them into messages and exit codes.
 
-Every error has a stable ``code`` (part of the JSON contract) and an ``exit_code``:
-1 = the thing asked for was not found, 2 = bad input or usage, 3 = the index cannot be used,
-4 = a step of the work failed (for example a pre-update hook).
+Every error has a stable ``code`` (part of the JSON contract) and an ``exit_code``, one of
+EXIT_CODES below.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+# Every exit code tansaku uses, and what it means: the one table. README's "Exit codes" table and
+# docs/cli-reference.md (written from this) say the same; test_exit_codes runs every command
+# against it, so an error class or a command that strays from it fails a test.
+EXIT_CODES: dict[int, str] = {
+    0: "done, including a search with no results",
+    1: "not found: a named collection, document, context, path, line, page, model or daemon does not exist",
+    2: "bad input or usage: the command line, an option's value, a name, a glob, the config file",
+    3: "cannot work: the index is missing, locked, damaged, read-only or of another version, or the"
+    " model, its download or its endpoint cannot be used",
+    4: "a step of the work failed: a pre-update hook, an update of a collection, an embedded chunk, a"
+    " doctor check, a server that cannot start",
+    70: "internal error: a tansaku bug (TANSAKU_DEBUG=1 shows the traceback)",
+    130: "interrupted (Ctrl-C)",
+}
 
 
 class TansakuError(Exception):
@@ -47,6 +61,7 @@ class BadGlob(TansakuError):
 
 class PathNotFound(TansakuError):
     code = "PATH_NOT_FOUND"
+    exit_code = 1
 
 
 class CollectionExists(TansakuError):
@@ -55,6 +70,7 @@ class CollectionExists(TansakuError):
 
 class CollectionNotFound(TansakuError):
     code = "COLLECTION_NOT_FOUND"
+    exit_code = 1
 
 
 class ContextNotFound(TansakuError):

@@ -2,7 +2,8 @@
 
 Config (human-edited TOML) lives under the XDG config dir, the index (derived data) under the XDG
 cache dir. ``TANSAKU_CONFIG_DIR`` and ``TANSAKU_INDEX_PATH`` override them, which is how tests keep
-away from the real home.
+away from the real home. ``TANSAKU_INDEX_PATH`` is the default index's file only: ``--index NAME`` is a
+flag, and a flag outranks the environment (precedence.py), so a named index keeps its own file.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import InvalidName, UsageError
+from .precedence import choose
 from .types import SCHEME
 
 DEFAULT_INDEX = "index"
@@ -46,12 +48,15 @@ def locations(index_name: str | None = None) -> Locations:
         raise InvalidName(f"invalid index name {name!r}: use letters, digits, '_' or '-'")
     config_dir = os.environ.get("TANSAKU_CONFIG_DIR")
     config_root = Path(config_dir) if config_dir else _xdg("XDG_CONFIG_HOME", ".config") / "tansaku"
-    index_path = os.environ.get("TANSAKU_INDEX_PATH")
-    if index_path:
-        index_file = Path(index_path)
-    else:
-        index_file = _xdg("XDG_CACHE_HOME", ".cache") / "tansaku" / f"{name}.sqlite"
-    return Locations(config_file=config_root / f"{name}.toml", index_file=index_file)
+    # Both name a file, so letting the variable win made `--index work` write into the default
+    # index (issue 36). The flag's file is the named index's own, whatever the environment says.
+    cache_file = _xdg("XDG_CACHE_HOME", ".cache") / "tansaku" / f"{name}.sqlite"
+    index_file, _source = choose(
+        flag=cache_file if index_name else None,
+        env="TANSAKU_INDEX_PATH",
+        default=cache_file,
+    )
+    return Locations(config_file=config_root / f"{name}.toml", index_file=Path(index_file))
 
 
 def virtual_path(collection: str, rel_path: str = "") -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -16,10 +17,21 @@ FORMATS = ("cli", "json", "csv", "md", "xml", "files")
 QUERY_WORDS_EPILOG = (
     "Query words: every word that is not one of the options above is part of the query, in its "
     "place, even when it starts with -: in `tansaku {command} restore -laptop`, -laptop is a query "
-    "word{meaning}. Options may come before, between or after the words. Everything after a lone "
-    "-- is the query, verbatim: put -- before query words that are also option names "
-    "(`tansaku {command} -- -n 2` searches for the text -n 2)."
+    "word{meaning}. Options may come before, between or after the words. A word that starts with "
+    "-- and is not an option above is refused as a mistyped option (--jsn: did you mean --json?). "
+    "Everything after a lone -- is the query, verbatim: put -- before query words that are also "
+    "option names or start with -- (`tansaku {command} -- -n 2` searches for the text -n 2, "
+    "`tansaku {command} pip -- --user` for pip --user), or quote the whole query as one word."
 )
+
+# A word a person types as an option: two dashes, then a name of letters, digits and dashes,
+# optionally =VALUE. `---`, `--8<--` and a quoted `'--user pip'` are text, never a mistyped option.
+_LONG_OPTION = re.compile(r"--[^\W_][\w-]*(?:=.*)?", re.DOTALL)
+# Long names other search tools use for a short option of ours: `--limit 5` is `-n 5`.
+_SYNONYMS = {"limit": "n", "num": "n", "count": "n"}
+# The whole command line being parsed, for the words before a sub-command's own (`--index work
+# search`): argparse hands a sub-parser only the words after its name.
+_line: list[str] | None = None
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -39,7 +51,12 @@ class CommandParser(argparse.ArgumentParser):
     def parse_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> argparse.Namespace:
-        parsed, extras = self.parse_known_args(args, namespace)
+        global _line
+        _line = list(sys.argv[1:] if args is None else args)
+        try:
+            parsed, extras = self.parse_known_args(args, namespace)
+        finally:
+            _line = None
         if extras:
             # argparse would name the words only, in the top-level usage: name them in the usage
             # of the command that refused them, with what was probably meant.
@@ -75,6 +92,7 @@ class CommandParser(argparse.ArgumentParser):
     def _options_then_query(self, words: list[str]) -> list[str]:
         options: list[str] = []
         query: list[str] = []
+        unknown: list[str] = []
         i = 0
         while i < len(words):
             word = words[i]
@@ -85,6 +103,8 @@ class CommandParser(argparse.ArgumentParser):
             action, values = self._option(word)
             if action is None:
                 query.append(word)
+                if _LONG_OPTION.fullmatch(word):
+                    unknown.append(word)
                 continue
             options.append(word)
             # An option takes the next words as its values whatever they look like (as getopt
@@ -93,9 +113,41 @@ class CommandParser(argparse.ArgumentParser):
                 options.append(words[i])
                 i += 1
                 values -= 1
+        # `search bisect --jsn` searched for "bisect --jsn" and exited 0 (issue 36): a typo of an
+        # option must not become the query. A single -word keeps its query meaning (-laptop
+        # excludes, `find -mtime` names an option); only the -- form is a person's option.
+        # Completion parses half-typed lines: it must never stop at one of them.
+        if unknown and "_ARGCOMPLETE" not in os.environ:
+            self.error(self._unknown_options(unknown, options, query, len(words)))
         if not query:
             return options  # argparse then reports the missing query in its usual words
         return [*options, "--", *query]
+
+    def _unknown_options(self, unknown: list[str], options: list[str], query: list[str], own: int) -> str:
+        """``unknown option --jsn; did you mean --json?``, and the line that searches for it."""
+        import shlex  # only a refusal pays for it
+
+        from .suggest import nearest
+
+        longs = [name[2:] for name in self._option_string_actions if name.startswith("--")]
+        shorts = {name[1:] for name in self._option_string_actions if len(name) == 2}
+        parts: list[str] = []
+        for word in dict.fromkeys(unknown):
+            bare = word.split("=", 1)[0][2:]
+            close = ["--" + name for name in nearest(bare, longs)] if len(bare) > 1 else []
+            short = bare if bare in shorts else _SYNONYMS.get(bare.lower())
+            if short in shorts:
+                close = ["-" + short]  # --n or --limit for -n
+            guess = f"; did you mean {' or '.join(close)}?" if close else ""
+            parts.append(f"unknown option {word}{guess}")
+        # The line that searches for them: the same words up to the command (`--index work
+        # search`), the same options, then every query word after a --.
+        start = _line[: len(_line) - own] if _line is not None and len(_line) >= own else None
+        command = start if start else self.prog.split()[1:]
+        literal = shlex.join(["tansaku", *command, *options, "--", *query])
+        words = " ".join(dict.fromkeys(unknown))
+        them = "it" if len(set(unknown)) == 1 else "them"
+        return "; ".join(parts) + f" (to search for {words} as text, put -- before {them}: {literal})"
 
     def _option(self, word: str) -> tuple[argparse.Action | None, int]:
         """The option `word` names and how many of the following words it takes, else (None, 0).
@@ -157,8 +209,10 @@ def add_index_option(parser: argparse.ArgumentParser, *, top_level: bool = False
         "--index",
         metavar="NAME",
         default=None if top_level else argparse.SUPPRESS,
-        help="use a named index (its own config NAME.toml and index NAME.sqlite), or a postgresql:// URL "
-        "(the index in that database, the default config); default: index",
+        help="use a named index (its own config NAME.toml and index NAME.sqlite in the cache folder,"
+        " even when TANSAKU_INDEX_PATH is set: the flag wins, the variable moves only the default"
+        " index), or a postgresql:// URL (the index in that database, the default config);"
+        " default: index",
     )
 
 

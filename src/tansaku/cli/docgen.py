@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from ..errors import EXIT_CODES
 from .main import build_parser
 
 WIDTH = "100"
@@ -22,15 +23,19 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.Arg
     return found
 
 
+def _exit_codes() -> str:
+    """The exit code table, from the one in errors.py (README's says the same, with examples)."""
+    rows = "".join(f"| {code} | {meaning} |\n" for code, meaning in EXIT_CODES.items())
+    return f"Exit codes (every command):\n\n| code | meaning |\n|---|---|\n{rows}"
+
+
 def reference() -> str:
     os.environ["COLUMNS"] = WIDTH  # argparse wraps help to the terminal width
     parser = build_parser()
     parts = [
         "# CLI reference\n",
         "Generated from the parser by `python -m tansaku.cli.docgen`; do not edit by hand.\n",
-        "Exit codes: 0 success (including no results), 1 not found, 2 bad input or usage, "
-        "3 the index cannot be used (missing, locked, corrupt, other schema), 4 a step failed "
-        "(a pre-update hook, a missing collection folder), 70 internal error, 130 interrupted.\n",
+        _exit_codes(),
         "## tansaku\n",
         f"```\n{parser.format_help()}```\n",
     ]

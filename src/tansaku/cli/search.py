@@ -113,7 +113,7 @@ def register(commands: Any) -> None:
     add_query_argument(
         search,
         help='words, "phrases", -word (excludes a word), prefix*, names (os.path.join), options'
-        " (--user, -x); any word that is not an option; the first"
+        " (-x; --user after a lone --); any word that is not an option; the first"
         f" {limits.MAX_QUERY_TERMS} distinct terms are searched (QUERY_TRUNCATED counts the rest)",
         meaning=(
             " (it excludes documents containing laptop, unless the index lists -laptop as a"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..errors import TansakuError, UsageError
+from ..errors import PathNotFound, TansakuError, UsageError
 from ..types import BenchReport, MetricSummary, Notice, QueryOutcome
 from . import metrics
 
@@ -44,6 +44,8 @@ class JudgedQuery:
 def load_set(path: Path) -> list[JudgedQuery]:
     try:
         text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise PathNotFound(f"no query set at {path}", path=str(path)) from exc  # not found: exit 1
     except OSError as exc:
         raise UsageError(f"cannot read query set {path}: {exc.strerror or exc}") from exc
     queries: list[JudgedQuery] = []
@@ -408,6 +410,8 @@ def default_collection(set_path: Path) -> str:
 def _raw_lines(set_path: Path) -> list[dict[str, Any]]:
     try:
         lines = set_path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise PathNotFound(f"no query set at {set_path}", path=str(set_path)) from exc
     except OSError as exc:
         raise UsageError(f"cannot read query set {set_path}: {exc.strerror or exc}") from exc
     rows = []
