@@ -157,3 +157,14 @@ def test_a_worker_that_cannot_start_is_not_blamed_on_the_file(tmp_path: Path) ->
     assert failed.value.code == "reader-unavailable"
     assert failed.value.detail.startswith("the document reader exited with 3")
     assert not failed.value.cacheable
+
+
+def test_a_pool_reads_side_by_side_and_answers_each_file_with_its_own_text() -> None:
+    from tansaku.sources.formats.guard import ExtractionPool
+
+    pages = [f"<h1>Page {n}</h1><p>Crab number {n} moults.</p>".encode() for n in range(8)]
+    with ExtractionPool(size=2) as pool:
+        asked = [pool.submit("html", page, 1_000_000) for page in pages]
+        texts = [future.result().text for future in asked]
+        assert 1 <= len(pool._workers) <= 2
+    assert texts == [f"# Page {n}\n\nCrab number {n} moults.\n" for n in range(8)]

@@ -1,6 +1,8 @@
 """Reading a PDF, HTML, Word or EPUB file during an update: its bytes are hashed first, and the
 text is extracted only when no extraction of these bytes is cached (``store/extractions.py``), by
-the update's worker process (``sources/formats/guard.py``), never in the indexer's own.
+the update's worker processes (``sources/formats/guard.py``), never in the indexer's own. The
+extraction is asked for at once and its answer taken when the caller calls the function it got
+back, so the workers read the next files while this process goes on.
 
 The plan is read-only (``--dry-run`` runs it too), so what is extracted or looked up is logged
 here and written by ``apply`` in the update's transaction.
@@ -8,12 +10,14 @@ here and written by ``apply`` in the update's transaction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
 from ..sources import formats
-from ..sources.formats.guard import ExtractionWorker
+from ..sources.formats.guard import ExtractionPool
 from ..sources.reader import ReadDocument, content_hash
 from ..sources.walk import FoundFile
 from ..store.backend import extractions as cache
@@ -27,6 +31,9 @@ class ExtractionLog:
     extracted: int = 0  # files actually extracted in this run
 
 
+Reading = Callable[[], ReadDocument | SkippedFile]
+
+
 def read_formatted(
     conn: Any,
     item: FoundFile,
@@ -35,34 +42,52 @@ def read_formatted(
     known_hash: str | None,
     log: ExtractionLog,
     extracted_at: str,
-    worker: ExtractionWorker,
-) -> ReadDocument | SkippedFile:
-    """The file as a document; ``known_hash`` is the stored hash of this path: the same bytes
-    need no text (the update only refreshes the stat), so none is extracted or looked up."""
+    pool: ExtractionPool,
+) -> Reading:
+    """The file as a document, when the returned function is called; ``known_hash`` is the stored
+    hash of this path: the same bytes need no text (the update only refreshes the stat), so none
+    is extracted or looked up."""
     limit = formats.MAX_DOCUMENT_BYTES
     if item.size > limit:
-        return SkippedFile(item.rel_path, f"too-large ({item.size} bytes > limit {limit} for {fmt} files)")
+        reason = f"too-large ({item.size} bytes > limit {limit} for {fmt} files)"
+        return ready(SkippedFile(item.rel_path, reason))
     try:
         with open(item.abs_path, "rb") as handle:
             raw = handle.read(limit + 1)
     except OSError as exc:
-        return SkippedFile(item.rel_path, f"unreadable ({exc.strerror or exc})")
+        return ready(SkippedFile(item.rel_path, f"unreadable ({exc.strerror or exc})"))
     if len(raw) > limit:
-        return SkippedFile(item.rel_path, f"too-large (over limit {limit} for {fmt} files)")
+        return ready(SkippedFile(item.rel_path, f"too-large (over limit {limit} for {fmt} files)"))
     extractor = formats.extractor_id(fmt)
     digest = document_hash(extractor, raw)
     if digest == known_hash:
-        return ReadDocument(item.rel_path, digest, "", "", len(raw), False)
+        return ready(ReadDocument(item.rel_path, digest, "", "", len(raw), False))
     found = cache.get(conn, digest, extractor)
     if found is not None:
         log.seen.append((digest, extractor))
-    else:
-        got = _extract(worker, fmt, raw, digest, extractor, max_text_chars, extracted_at)
+        return ready(_document(item, digest, len(raw), found))
+    extracting = pool.submit(fmt, raw, max_text_chars)
+    size = len(raw)
+
+    def finish() -> ReadDocument | SkippedFile:
+        got = _stored(extracting, digest, extractor, extracted_at)
         log.extracted += 1
         if isinstance(got, formats.ExtractionFailed):  # not cached (a missing extra): try next time
             return SkippedFile(item.rel_path, got.reason)
-        found = got
-        log.new.append(found)
+        log.new.append(got)
+        return _document(item, digest, size, got)
+
+    return finish
+
+
+def ready(doc: ReadDocument | SkippedFile) -> Reading:
+    """A reading already done."""
+    return lambda: doc
+
+
+def _document(
+    item: FoundFile, digest: str, size: int, found: cache.StoredExtraction
+) -> ReadDocument | SkippedFile:
     if found.failure is not None or found.body is None:
         return SkippedFile(item.rel_path, found.failure or "corrupt")
     return ReadDocument(
@@ -70,7 +95,7 @@ def read_formatted(
         content_hash=digest,
         text=found.body,
         title=found.title or PurePosixPath(item.rel_path).name,
-        size=len(raw),
+        size=size,
         repaired=False,
         pages=found.pages,
         notices=found.notices,
@@ -84,17 +109,11 @@ def document_hash(extractor: str, raw: bytes) -> str:
     return content_hash(extractor.encode("ascii") + b"\0" + raw)
 
 
-def _extract(
-    worker: ExtractionWorker,
-    fmt: str,
-    raw: bytes,
-    digest: str,
-    extractor: str,
-    max_text_chars: int,
-    extracted_at: str,
+def _stored(
+    extracting: Future[formats.Extracted], digest: str, extractor: str, extracted_at: str
 ) -> cache.StoredExtraction | formats.ExtractionFailed:
     try:
-        got = worker.extract(fmt, raw, max_text_chars)
+        got = extracting.result()
     except formats.ExtractionFailed as exc:
         if not exc.cacheable:
             return exc

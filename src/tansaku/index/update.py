@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from ..chunking import ChunkParams
 from ..config.masks import MaskMatcher, expand_masks
 from ..paths import is_within
 from ..sources.formats import format_of
-from ..sources.formats.guard import ExtractionWorker
+from ..sources.formats.guard import ExtractionPool
 from ..sources.outline import outline
 from ..sources.reader import INDEXER_VERSION, ReadDocument, line_count, read_document
 from ..sources.walk import FoundFile, walk_collection
@@ -34,7 +35,7 @@ from ..store.backend import extractions as extraction_store
 from ..text.cjk import segment
 from ..types import Collection, CollectionUpdate, Notice, SkippedFile
 from .chunks import ChunkingSummary, chunk_one, params_for
-from .extracting import ExtractionLog, read_formatted
+from .extracting import ExtractionLog, Reading, read_formatted, ready
 from .fields import FieldWriter, field_warnings
 from .progress import Progress
 
@@ -120,8 +121,8 @@ def plan(
         else:
             found.append(item)
     seen: set[str] = set()
-    with ExtractionWorker() as worker:
-        _read_found(conn, found, existing, outdated, max_file_bytes, result, seen, worker, progress)
+    with ExtractionPool() as pool:
+        _read_found(conn, found, existing, outdated, max_file_bytes, result, seen, pool, progress)
     # A folder that could not be listed this time keeps its documents: a permission hiccup
     # must not silently empty part of the index.
     gone = [
@@ -141,10 +142,13 @@ def _read_found(
     max_file_bytes: int,
     result: _Plan,
     seen: set[str],
-    worker: ExtractionWorker,
+    pool: ExtractionPool,
     progress: Progress | None,
 ) -> None:
-    """Sort the files found into the plan, reading those that changed (documents by ``worker``)."""
+    """Sort the files found into the plan, reading those that changed. Documents are extracted by
+    ``pool`` while later files are read; they are sorted in the order found all the same, a few
+    files behind (at most two per worker wait, so their bytes in memory stay bounded)."""
+    waiting: deque[tuple[FoundFile, store.StoredDocument | None, Reading]] = deque()
     for done, item in enumerate(found, start=1):
         seen.add(item.rel_path)
         old = existing.get(item.rel_path)
@@ -153,28 +157,46 @@ def _read_found(
         else:
             fmt = format_of(item.rel_path)
             if fmt is None:
-                doc = read_document(item.rel_path, item.abs_path, item.size, max_file_bytes)
+                reading = ready(read_document(item.rel_path, item.abs_path, item.size, max_file_bytes))
             else:
                 known = old.hash if old is not None and not outdated else None
-                doc = read_formatted(
-                    conn, item, fmt, max_file_bytes, known, result.extractions, now_iso(), worker
+                reading = read_formatted(
+                    conn, item, fmt, max_file_bytes, known, result.extractions, now_iso(), pool
                 )
-            if isinstance(doc, SkippedFile):
-                result.skipped.append(doc)
-                seen.discard(item.rel_path)  # a file that can no longer be read leaves the index
-                if skip_code(doc.reason) not in RETRIED_SKIPS:
-                    result.lasting_skips.append(
-                        store.SkippedRow(item.rel_path, item.size, item.mtime_ns, doc.reason, max_file_bytes)
-                    )
-            elif old is None:
-                result.add.append((item, doc))
-            elif old.hash == doc.content_hash and not outdated:
-                result.touch.append((old, item))
-                result.unchanged += 1
-            else:
-                result.change.append((old, item, doc))
+            waiting.append((item, old, reading))
+            while len(waiting) > 2 * pool.size:
+                _sort(*waiting.popleft(), outdated, max_file_bytes, result, seen)
         if progress:
             progress(done, len(found), "reading")
+    while waiting:
+        _sort(*waiting.popleft(), outdated, max_file_bytes, result, seen)
+
+
+def _sort(
+    item: FoundFile,
+    old: store.StoredDocument | None,
+    reading: Reading,
+    outdated: bool,
+    max_file_bytes: int,
+    result: _Plan,
+    seen: set[str],
+) -> None:
+    """Put one changed or new file into the plan, once it has been read."""
+    doc = reading()
+    if isinstance(doc, SkippedFile):
+        result.skipped.append(doc)
+        seen.discard(item.rel_path)  # a file that can no longer be read leaves the index
+        if skip_code(doc.reason) not in RETRIED_SKIPS:
+            result.lasting_skips.append(
+                store.SkippedRow(item.rel_path, item.size, item.mtime_ns, doc.reason, max_file_bytes)
+            )
+    elif old is None:
+        result.add.append((item, doc))
+    elif old.hash == doc.content_hash and not outdated:
+        result.touch.append((old, item))
+        result.unchanged += 1
+    else:
+        result.change.append((old, item, doc))
 
 
 def is_utf8(text: str) -> bool:

@@ -4,10 +4,13 @@ under a wall-clock limit per file and a memory limit, restarted after a file tha
 A parser can bound the loops it owns (pages, inflated bytes, nesting: ``Limits``), but not the
 time or memory of a library's C code: PDFium once took 3.2 GB for one 2 MB file, and an
 address-space limit makes it abort the process it runs in. So the indexer never runs a document
-parser in its own process. One worker serves a whole update (started at the first file that needs
+parser in its own process. A worker serves a whole update (started at the first file that needs
 extracting, so an update of Markdown files starts none); a file that runs past the time limit
 has the worker killed, and one that kills it is skipped with the reason, and the next file gets a
 fresh worker. Its cost: one process start an update (about 0.1 s) and a pipe round trip a file.
+
+:class:`ExtractionPool` runs up to ``MAX_EXTRACT_WORKERS`` of them side by side (one per core):
+the indexer waits for extractions, so a second core reads the next file meanwhile.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,6 +34,49 @@ from .worker import HEADER
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the folder that holds tansaku/
 _STDERR_TAIL = 2000
+# Worker processes one update runs at most: each may take the memory limit per file.
+MAX_EXTRACT_WORKERS = 2
+
+
+class ExtractionPool:
+    """Up to ``size`` :class:`ExtractionWorker` processes, each driven by a thread of its own (the
+    threads only wait on pipes). ``submit`` returns at once; close the pool (it is a context
+    manager) to end the workers."""
+
+    def __init__(self, size: int | None = None) -> None:
+        self.size = size or max(1, min(MAX_EXTRACT_WORKERS, os.cpu_count() or 1))
+        self._executor: ThreadPoolExecutor | None = None
+        self._workers: list[ExtractionWorker] = []
+        self._own = threading.local()
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ExtractionPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def submit(self, fmt: str, raw: bytes, max_chars: int) -> Future[Extracted]:
+        """The file's text to come; its ``result()`` raises :class:`ExtractionFailed`."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.size, thread_name_prefix="tansaku-extract")
+        return self._executor.submit(self._extract, fmt, raw, max_chars)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+        for worker in self._workers:
+            worker.close()
+        self._workers.clear()
+
+    def _extract(self, fmt: str, raw: bytes, max_chars: int) -> Extracted:
+        worker: ExtractionWorker | None = getattr(self._own, "worker", None)
+        if worker is None:
+            worker = self._own.worker = ExtractionWorker()
+            with self._lock:
+                self._workers.append(worker)
+        return worker.extract(fmt, raw, max_chars)
 
 
 class ExtractionWorker:
