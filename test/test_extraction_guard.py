@@ -168,3 +168,20 @@ def test_a_pool_reads_side_by_side_and_answers_each_file_with_its_own_text() -> 
         texts = [future.result().text for future in asked]
         assert 1 <= len(pool._workers) <= 2
     assert texts == [f"# Page {n}\n\nCrab number {n} moults.\n" for n in range(8)]
+
+
+def test_an_interrupted_update_does_not_wait_for_the_file_being_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C while a slow file is read (a DOCX that takes over ten seconds) stops its worker."""
+    import time
+
+    from tansaku.sources.formats.guard import ExtractionPool
+
+    monkeypatch.setattr(formats, "MAX_NESTING", 1_000_000)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt), ExtractionPool(size=1) as pool:
+        pool.submit("docx", nested_docx(4000), 1_000_000)
+        time.sleep(0.5)
+        raise KeyboardInterrupt
+    assert time.monotonic() - started < 5

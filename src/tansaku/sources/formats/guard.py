@@ -53,7 +53,10 @@ class ExtractionPool:
     def __enter__(self) -> ExtractionPool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is not None:  # Ctrl-C or an error: nothing waits for the files being read
+            for worker in list(self._workers):
+                worker.kill()
         self.close()
 
     def submit(self, fmt: str, raw: bytes, max_chars: int) -> Future[Extracted]:
@@ -116,6 +119,13 @@ class ExtractionWorker:
             return answer[1]
         _, code, detail, cacheable = answer
         raise ExtractionFailed(code, detail, cacheable=cacheable)
+
+    def kill(self) -> None:
+        """Stop the file being read now: ``extract`` then answers with a failure at once."""
+        process = self._process
+        if process is not None:
+            with contextlib.suppress(OSError):
+                process.kill()
 
     def close(self) -> None:
         process, self._process = self._process, None
