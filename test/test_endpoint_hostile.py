@@ -126,6 +126,20 @@ def test_an_announced_oversized_body_is_refused_unread(server: ScriptedServer):
     assert "it announced" in caught.value.message
 
 
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        (b'{"data": [{"index": 0, "embedding": [' + b"9" * 5000 + b"]}]}", "an integer of 5,000 digits"),
+        (b'{"data": [{"index": 0, "embedding": ' + b"[" * 100_000, "arrays 100,000 deep"),
+    ],
+)
+def test_json_python_cannot_read_is_a_bad_response(server: ScriptedServer, body: bytes, kind: str):
+    server.then(Script(stream=lambda: iter([body])))
+    with pytest.raises(EndpointBadResponse) as caught:
+        embedder(server).embed(["a"])
+    assert "answered something that is not JSON" in caught.value.message, kind
+
+
 def test_a_vector_of_too_many_dimensions_is_refused_even_first(server: ScriptedServer):
     # Small in bytes (zeros and a one), so only the dimension check can refuse it.
     values = [0] * 20_000

@@ -312,7 +312,9 @@ def _too_big(url: str, max_bytes: int, how: str) -> EndpointBadResponse:
 def _decode(raw: bytes, url: str) -> dict[str, Any]:
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:
+        # ValueError: not UTF-8, not JSON, or an integer longer than Python reads (4,300 digits);
+        # RecursionError: arrays nested thousands deep.
         raise EndpointBadResponse(f"{url} answered something that is not JSON: {raw[:80]!r}") from exc
     if not isinstance(data, dict):
         raise EndpointBadResponse(f"{url} answered JSON that is not an object")

@@ -171,23 +171,29 @@ class RemoteEmbedder:
         if len(values) > MAX_DIMS:
             many = f"{len(values):,} dimensions, more than the {MAX_DIMS:,} an index holds"
             raise self._bad(f"{where} has {many}")
+        numbers: list[float] = []
         for at, value in enumerate(values):
             # bool is an int to Python, not a number to JSON.
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise self._bad(f"{where} holds {_shown(value)} at dimension {at}, not a number")
-            if not math.isfinite(value):
+            try:
+                number = float(value)
+            except OverflowError:  # a JSON integer of hundreds of digits
+                number = math.inf
+            if not math.isfinite(number):
                 raise self._bad(f"{where} holds {_shown(value)} at dimension {at}")
-        norm = math.sqrt(math.fsum(float(v) * float(v) for v in values))
+            numbers.append(number)
+        norm = math.sqrt(math.fsum(v * v for v in numbers))
         if norm == 0:
             raise self._bad(f"{where} is a zero vector (every value 0): it has no direction to compare")
         if not math.isfinite(norm):
             raise self._bad(f"{where} is too long to normalise (its length overflows)")
-        return [v / norm for v in values]
+        return [v / norm for v in numbers]
 
     def _bad(self, what: str) -> EndpointBadResponse:
         endpoint = self.client.endpoint
         return EndpointBadResponse(
-            f"{endpoint.base_url}/embeddings answered a bad vector for {endpoint.model!r}: {what};"
+            f"{endpoint.base_url}/embeddings gave a bad answer for {endpoint.model!r}: {what};"
             " nothing of that answer was used",
             hint="the server is not answering as the API promises (its own log says why); try again"
             " once it answers well",
@@ -209,6 +215,8 @@ def _item(position: int, count: int) -> str:
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**20:
+        return f"an integer of {len(str(abs(value)))} digits"
     if isinstance(value, float) and math.isnan(value):
         return "NaN"
     if isinstance(value, float) and math.isinf(value):
