@@ -72,7 +72,7 @@ class ModelVectors:
         order = np.argsort(ids, kind="stable")
         # One pass when read (about the cost of one query's product), so that such a row scores
         # -inf, never NaN (which would sink its whole document) nor 0 (which `query` keeps).
-        squares = np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64)
+        squares = np.einsum("ij,ij->i", matrix, matrix)
         unusable = ~(np.isfinite(squares) & (squares > 0))
         return cls(ids, matrix, order, ids[order], unusable if unusable.any() else None)
 

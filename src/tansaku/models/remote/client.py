@@ -284,7 +284,7 @@ def _read_capped(response: Any, url: str, max_bytes: int, ends: float) -> bytes:
     once the clock passes ``ends``."""
     declared = response.headers.get("Content-Length") if response.headers else None
     if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
-        raise _too_big(url, max_bytes, f"it announced {int(declared):,} bytes")
+        raise _too_big(url, max_bytes, f"it announced {int(declared):,} bytes; refused unread")
     blocks: list[bytes] = []
     size = 0
     while True:
@@ -296,14 +296,14 @@ def _read_capped(response: Any, url: str, max_bytes: int, ends: float) -> bytes:
         blocks.append(block)
         size += len(block)
         if size > max_bytes:
-            raise _too_big(url, max_bytes, "it sent more")
+            raise _too_big(url, max_bytes, "reading stopped there")
         if time.monotonic() > ends:
             raise TimeoutError(f"{url} was still sending its answer")
 
 
 def _too_big(url: str, max_bytes: int, how: str) -> EndpointBadResponse:
     return EndpointBadResponse(
-        f"{url} answered a body over {max_bytes:,} bytes ({how}): refused unread",
+        f"{url} answered a body over {max_bytes:,} bytes ({how})",
         hint="the server is not answering as the API promises; its own log says why",
         max_bytes=max_bytes,
     )
