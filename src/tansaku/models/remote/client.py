@@ -209,14 +209,14 @@ class Client:
                     reason = getattr(exc, "reason", exc)
                     if isinstance(reason, TimeoutError | socket.timeout):
                         raise self._timed_out(url, deadline or timeout, setting) from exc
-                    out_of_time = ends is not None and time.monotonic() + _backoff(attempt) >= ends
+                    wait = _backoff(attempt)
+                    out_of_time = ends is not None and time.monotonic() + wait >= ends
                     if attempt >= retries or out_of_time or not isinstance(reason, ConnectionError):
                         raise EndpointUnreachable(
                             f"cannot reach {self.endpoint.base_url}: {_reason(reason)}",
                             hint="is the server running, and is the URL in the model reference right?"
                             " (`tansaku doctor` checks it)",
                         ) from exc
-                    wait = _backoff(attempt)
                 attempt += 1
                 with self._lock:
                     self.tally.retries += 1
