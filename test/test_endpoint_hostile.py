@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import tansaku
 from tansaku.errors import EndpointBadResponse, EndpointDimensions, EndpointError, EndpointTimeout
 from tansaku.models import registry
 from tansaku.models.remote.client import Client
@@ -40,7 +41,7 @@ BAD_VECTORS = {
 }
 BIG_BODY = 50 * 1024 * 1024
 MAX_DIMS = 8192  # what sqlite-vec stores, and docs/models.md states
-SRC = str(Path(__file__).resolve().parents[1] / "src")  # this checkout's package, in a subprocess
+SRC = str(Path(tansaku.__file__).resolve().parents[1])  # the package under test, in a subprocess
 
 
 @pytest.fixture(autouse=True)
@@ -353,10 +354,7 @@ def test_http_vsearch_and_query_report_a_misbehaving_endpoint(
     from .serve_support import http_server
 
     assert cli("embed").exit_code == 0
-    env = {
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"),
-        "TANSAKU_REMOTE_QUERY_TIMEOUT": "1",
-    }
+    env = {"PYTHONPATH": SRC, "TANSAKU_REMOTE_QUERY_TIMEOUT": "1"}
     with http_server(tmp_path, env=env) as http:
         assert http.post("/vsearch", {"query": "snapshot"}).json()["results"]
         server.otherwise = Script(vector=[0.0] * 8)
