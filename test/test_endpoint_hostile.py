@@ -308,6 +308,9 @@ def test_a_bad_query_vector_is_an_error_for_vsearch_and_a_warning_for_query(
     warned = {w["code"]: w["message"] for w in data["warnings"]}
     assert "[ENDPOINT_BAD_RESPONSE]" in warned["VECTORS_UNAVAILABLE"]
     assert "keyword results only" in warned["VECTORS_UNAVAILABLE"]
+    doctor = {c["check"]: c for c in cli("doctor", "--json").json()}
+    assert doctor["model.embed"]["status"] == "fail", doctor["model.embed"]
+    assert "[ENDPOINT_BAD_RESPONSE]" in doctor["model.embed"]["detail"]
 
 
 def _tansaku(*args: str, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, float]:
