@@ -2,9 +2,12 @@
 
 ``ScriptedServer`` is a real HTTP server (stdlib ``http.server`` in a thread) that answers
 ``/v1/embeddings`` with deterministic vectors and ``/v1/models`` with its model, unless the test
-queued something else for the next requests: an HTTP status (with headers such as Retry-After),
-a pause longer than the client's timeout, or vectors of other dimensions. Every request is
-logged, so tests can assert what was sent (or that nothing was).
+queued something else for the next requests (or set ``otherwise``, for every request after the
+queue): an HTTP status (with headers such as Retry-After), a pause longer than the client's
+timeout, vectors of other dimensions, one given vector for every text (NaN, infinite, zeros), or
+a body streamed from a generator without a Content-Length (``streamed`` then says how many bytes
+the client took before it hung up). Every request is logged, so tests can assert what was sent
+(or that nothing was).
 
 ``llama_server`` starts llama-cpp-python's own server (``python -m llama_cpp.server``) on a free
 loopback port, serving one GGUF file, and stops it afterwards.
@@ -47,6 +50,8 @@ class Script:
     body: Any = None
     pause: float = 0.0
     dims: int | None = None
+    vector: list[float] | None = None  # every text gets this vector (json.dumps writes NaN as NaN)
+    stream: Callable[[], Iterator[bytes]] | None = None  # the body, sent as made, then the socket closes
 
 
 def fake_vector(text: str, dims: int) -> list[float]:
@@ -61,6 +66,8 @@ class ScriptedServer:
         self.model, self.dims = model, dims
         self.log: list[Logged] = []
         self.queue: list[Script] = []
+        self.otherwise: Script | None = None  # the answer once the queue is empty
+        self.streamed: list[int] = []  # bytes of each streamed body written before it ended
         # A request with a text containing this is refused as too long (HTTP 400).
         self.too_long: str | None = None
         # Answers of other routes, by path: body -> (status, payload).
@@ -108,12 +115,18 @@ class ScriptedServer:
     def _answer(self, handler: BaseHTTPRequestHandler, body: Any) -> None:
         with self._lock:
             self.log.append(Logged(handler.command, handler.path, dict(handler.headers), body))
-            script = self.queue.pop(0) if self.queue else Script()
+            script = self.queue.pop(0) if self.queue else (self.otherwise or Script())
         if script.pause:
             time.sleep(script.pause)
+        if script.stream is not None:
+            self._stream(handler, script.stream)
+            return
         status, payload = script.status, script.body
         if status == 200 and payload is None:
             status, payload = self._default(handler.path, body, script.dims or self.dims)
+            if script.vector is not None and status == 200 and "data" in payload:
+                for item in payload["data"]:
+                    item["embedding"] = list(script.vector)
         data = json.dumps(payload).encode("utf-8")
         try:
             handler.send_response(status)
@@ -125,6 +138,24 @@ class ScriptedServer:
             handler.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (its timeout): nothing to answer
+
+    def _stream(self, handler: BaseHTTPRequestHandler, blocks: Callable[[], Iterator[bytes]]) -> None:
+        """HTTP/1.0 style: no Content-Length, the body ends when the connection closes."""
+        written = 0
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Connection", "close")
+            handler.end_headers()
+            for block in blocks():
+                handler.wfile.write(block)
+                written += len(block)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client stopped reading and closed
+        finally:
+            handler.close_connection = True
+            with self._lock:
+                self.streamed.append(written)
 
     def _default(self, path: str, body: Any, dims: int) -> tuple[int, Any]:
         if path in self.routes:

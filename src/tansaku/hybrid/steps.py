@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import ModelMissing, NoVectors
+from ..errors import EndpointError, ModelMissing, NoVectors
 from ..models.languages import MIN_READABLE, UNREADABLE_TOKENS
 from ..types import Hit, Notice, SearchResult
 from .run import QuerySteps, VectorBatch
@@ -264,6 +264,12 @@ def _vector_batch(
     except ModelMissing as exc:
         hint = f" ({exc.hint})" if exc.hint else ""
         return VectorBatch(results, Notice("MODEL_MISSING", f"{exc.message}; keyword results only{hint}"))
+    except EndpointError as exc:
+        # A slow or misbehaving model server costs the vector side only, as a failing expansion
+        # or rerank endpoint costs its step: the keyword results are still an answer.
+        hint = f" ({exc.hint})" if exc.hint else ""
+        why = f"the embedding endpoint failed [{exc.code}]: {exc.message}; keyword results only{hint}"
+        return VectorBatch(results, Notice("VECTORS_UNAVAILABLE", why))
     for i, result, unreadable in zip(wanted, found.results, found.unreadable_shares, strict=True):
         ruled_out = excluded(conn, texts[i], [(h.collection, h.path) for h in result.hits])
         if ruled_out:

@@ -40,6 +40,7 @@ def model_checks(config_path: Path, index: Backend, checks: list[DoctorCheck], *
     embed = next(r for r in refs if r.role == "embed")
     if embed.endpoint is None:  # an endpoint's dimensions are part of its check
         checks.extend(_dimension_checks(embed, index))
+    checks.extend(_unusable_vector_checks(index))
     checks.append(_llama_import_check())
     if deep:
         for ref in refs:
@@ -128,6 +129,45 @@ def _dimension_checks(embed: Any, index: Backend) -> list[DoctorCheck]:
         return [check("vectors.dims", FAIL, detail, fix)]
     detail = f"the vectors were made by another model ({other.model_path}): vsearch reports STALE_VECTORS"
     return [check("vectors.dims", WARN, detail, fix)]
+
+
+def _unusable_vector_checks(index: Backend) -> list[DoctorCheck]:
+    """Vectors no search can score (all zeros, NaN or infinite values), which an endpoint could
+    store before its answers were checked: search leaves them out, so their chunks are found by
+    keywords only until embedded again. At most UNUSABLE_SCAN_MAX of each model's newest vectors
+    are read (about a second per million)."""
+    from ..store.backend import db as backend_db
+    from ..store.backend import vectors as vec
+
+    try:
+        if not index.exists():
+            return []
+        with index.reading() as conn:
+            if not backend_db.has_table(conn, "embed_models"):
+                return []
+            vec.load_extension(conn)
+            found = [
+                (record, vec.unusable_vectors(conn, record.dims, record.fingerprint))
+                for record in vec.models(conn)
+            ]
+    except (TansakuError, db.DatabaseError) as exc:
+        detail = getattr(exc, "message", None) or str(exc)
+        return [check("vectors.finite", WARN, f"cannot read the vectors to check them: {detail}")]
+    found = [(record, counted) for record, counted in found if counted.total]
+    if not found:
+        return []
+    bad = [(record, counted) for record, counted in found if counted.count]
+    checked = sum(counted.checked for _, counted in found)
+    total = sum(counted.total for _, counted in found)
+    scope = f"the newest {checked:,} of {total:,}" if checked < total else f"all {total:,}"
+    if not bad:
+        return [check("vectors.finite", OK, f"{scope} vectors have a direction (finite, not all zeros)")]
+    listed = "; ".join(f"{counted.count:,} of {record.model_path}'s" for record, counted in bad)
+    detail = (
+        f"{listed} vectors are all zeros or hold NaN or infinite values (of {scope} checked): search"
+        " leaves them out, so their chunks are found by keywords only"
+    )
+    return [check("vectors.finite", WARN, detail, "tansaku embed -f")]
 
 
 def _llama_import_check() -> DoctorCheck:

@@ -160,13 +160,22 @@ class _AllScores:
         self._all: Any | None = None
 
     def of(self, rows: Any) -> Any:
-        assert self.model is not None
+        """The rows' scores; -inf for a row with no direction (ModelVectors.unusable)."""
+        import numpy as np
+
+        model = self.model
+        assert model is not None
         if self._all is not None:
             return self._all[rows]
         # Gathering rows costs about 8 times a product over them (measured): worth it below ~1/10.
-        if len(rows) * 10 < len(self.model.ids):
-            return self.model.matrix[rows] @ self.query
-        self._all = self.model.matrix @ self.query
+        if len(rows) * 10 < len(model.ids):
+            scores = model.matrix[rows] @ self.query
+            if model.unusable is not None:
+                scores = np.where(model.unusable[rows], -np.inf, scores)
+            return scores
+        self._all = model.matrix @ self.query
+        if model.unusable is not None:
+            self._all[model.unusable] = -np.inf
         return self._all[rows]
 
 

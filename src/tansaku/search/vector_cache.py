@@ -61,13 +61,20 @@ class ModelVectors:
     matrix: Any  # float32[n, dims]
     order: Any  # int64[n]
     sorted_ids: Any  # int64[n]
+    # Rows no search can score (all zeros, NaN or infinite values: stored by an index made before
+    # endpoint answers were checked), or None when every row is usable (the usual case).
+    unusable: Any | None = None  # bool[n]
 
     @classmethod
     def of(cls, ids: Any, matrix: Any) -> ModelVectors:
         import numpy as np
 
         order = np.argsort(ids, kind="stable")
-        return cls(ids, matrix, order, ids[order])
+        # One pass when read (about the cost of one query's product), so that such a row scores
+        # -inf, never NaN (which would sink its whole document) nor 0 (which `query` keeps).
+        squares = np.einsum("ij,ij->i", matrix, matrix)
+        unusable = ~(np.isfinite(squares) & (squares > 0))
+        return cls(ids, matrix, order, ids[order], unusable if unusable.any() else None)
 
     def rows_of(self, embedding_ids: Any) -> Any:
         import numpy as np

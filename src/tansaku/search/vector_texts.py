@@ -56,7 +56,8 @@ def search_texts(
     started: float,
 ) -> VectorResults:
     """Raises NoVectors when none of ``chosen`` has vectors of the model, ModelMissing when the
-    model is not on this machine."""
+    model is not on this machine, an EndpointError when the model's server fails (past
+    TANSAKU_REMOTE_QUERY_TIMEOUT, or with an answer that is not a usable vector)."""
     from ..index.chunks import params_for
     from ..index.embed import model_identity, pack
     from ..models.embedding import embed_model, embedder_for, prompt_format_of
@@ -160,7 +161,8 @@ def _remote_queries(
         return remote_identity(endpoint, 0, prompt), None, []
     embedder = embedder_for(ref, config_path)
     embedder.forget_dims()  # the server may have changed since this process last asked
-    vectors = embedder.embed(queries)
+    # A person waits for these: a few seconds (TANSAKU_REMOTE_QUERY_TIMEOUT), not embed's minute.
+    vectors = embedder.embed_queries(queries)
     dims = len(vectors[0]) if vectors else held[-1]
     if dims not in held:
         shown = " or ".join(str(d) for d in held)

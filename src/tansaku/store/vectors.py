@@ -306,15 +306,25 @@ KNN_MAX = 4096
 def knn(
     conn: Any, dims: int, fingerprint: str, query: bytes, k: int, collection: str, params: str
 ) -> list[tuple[int, float]]:
-    """sqlite-vec's k nearest (exact distances) among one collection's vectors, nearest first."""
-    rows = conn.execute(
-        f"SELECT rowid, distance FROM {vec_table(dims)} WHERE embedding MATCH ? AND k = ?"
-        " AND fingerprint = ? AND rowid IN (SELECT v.embedding_id FROM documents AS d"
-        "   JOIN chunk_vectors AS v ON v.hash = d.hash AND v.chunk_params = ? AND v.fingerprint = ?"
-        "   WHERE d.collection = ?)",
-        (query, k, fingerprint, params, fingerprint, collection),
-    )
-    return [(row[0], row[1]) for row in rows]
+    """sqlite-vec's k nearest (exact distances) among one collection's vectors, nearest first.
+
+    A vector with no direction (all zeros, or NaN or infinite values: stored by an index made
+    before endpoint answers were checked) has no distance (NULL) and sorts anywhere: it is left
+    out, and more are asked for in its place, so up to k usable ones come back (fewer only when
+    the collection has no more; `doctor` counts such vectors)."""
+    asked = k
+    while True:
+        rows = conn.execute(
+            f"SELECT rowid, distance FROM {vec_table(dims)} WHERE embedding MATCH ? AND k = ?"
+            " AND fingerprint = ? AND rowid IN (SELECT v.embedding_id FROM documents AS d"
+            "   JOIN chunk_vectors AS v ON v.hash = d.hash AND v.chunk_params = ? AND v.fingerprint = ?"
+            "   WHERE d.collection = ?)",
+            (query, asked, fingerprint, params, fingerprint, collection),
+        ).fetchall()
+        usable = [(row[0], row[1]) for row in rows if row[1] is not None]
+        if len(usable) >= k or len(rows) < asked or asked >= KNN_MAX:
+            return usable[:k]
+        asked = min(asked + len(rows) - len(usable), KNN_MAX)
 
 
 def model_vectors_by_text(conn: Any, fingerprint: str, dims: int) -> list[tuple[str, bytes]]:
@@ -326,6 +336,76 @@ def model_vectors_by_text(conn: Any, fingerprint: str, dims: int) -> list[tuple[
         (fingerprint,),
     )
     return [(str(sha), bytes(blob)) for sha, blob in rows]
+
+
+# How many of a model's vectors `doctor` looks at (measured: 0.25 s for 300,000 of 384
+# dimensions): the newest, which is where an endpoint that began answering badly put its vectors.
+UNUSABLE_SCAN_MAX = 2_000_000
+# Through the virtual table (a vec0 layout this code does not know), 30 times slower: fewer.
+_UNUSABLE_SCAN_SLOW_MAX = 200_000
+
+
+@dataclass(frozen=True)
+class UnusableVectors:
+    """A model's vectors with no direction (all zeros, or a NaN or infinite value)."""
+
+    count: int  # among those checked
+    checked: int
+    total: int
+
+
+def unusable_vectors(
+    conn: Any, dims: int, fingerprint: str, limit: int = UNUSABLE_SCAN_MAX
+) -> UnusableVectors:
+    """Count the model's vectors that no search can score, newest first, at most ``limit`` of
+    them: vec0's blocks as numpy arrays where their layout is the known one (store/vectors.py's
+    ``read_model_vectors``), else cosine distance to itself through the virtual table (NULL for
+    such a vector)."""
+    import numpy as np
+
+    total = model_vector_count(conn, fingerprint)
+    table = vec_table(dims)
+    if _has_block_layout(conn, dims):
+        # The blocks' ids first (small rows), then each block's vectors by rowid: sorting the
+        # joined rows would read every vector before the first one is looked at.
+        blocks = conn.execute(
+            f"SELECT chunk_id, size, validity FROM {table}_chunks WHERE partition00 = ?"
+            " ORDER BY chunk_id DESC",
+            (fingerprint,),
+        ).fetchall()
+        count = checked = 0
+        for chunk_id, size, validity in blocks:
+            if checked >= limit:
+                break
+            row = conn.execute(
+                f"SELECT vectors FROM {table}_vector_chunks00 WHERE rowid = ?", (chunk_id,)
+            ).fetchone()
+            vectors = row[0] if row else b""
+            if len(vectors) != size * dims * 4 or len(validity) * 8 < size:
+                break  # not the layout this code knows: what was counted so far stands
+            bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+            block = np.frombuffer(vectors, dtype=np.float32).reshape(size, dims)[bits[:size].astype(bool)]
+            # Stored vectors are unit length: a sum of squares that is not finite and positive
+            # (zeros, NaN, infinite or overflowing values) is a vector no search can score.
+            squares = np.einsum("ij,ij->i", block, block)
+            count += int(np.count_nonzero(~(np.isfinite(squares) & (squares > 0))))
+            checked += len(block)
+        return UnusableVectors(count, min(checked, total), total)
+    row = conn.execute(
+        f"SELECT count(*), coalesce(sum(vec_distance_cosine(embedding, embedding) IS NULL), 0) FROM"
+        f" (SELECT embedding FROM {table} WHERE fingerprint = ? ORDER BY rowid DESC LIMIT ?)",
+        (fingerprint, min(limit, _UNUSABLE_SCAN_SLOW_MAX)),
+    ).fetchone()
+    return UnusableVectors(int(row[1]), int(row[0]), total)
+
+
+def _has_block_layout(conn: Any, dims: int) -> bool:
+    table = vec_table(dims)
+    chunk_columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table}_chunks)")]
+    vector_columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table}_vector_chunks00)")]
+    return chunk_columns == ["chunk_id", "size", "sequence_id", "partition00", "validity", "rowids"] and (
+        vector_columns == ["rowid", "vectors"]
+    )
 
 
 def model_vector_count(conn: Any, fingerprint: str) -> int:
@@ -415,11 +495,7 @@ def _read_vec0_blocks(conn: Any, dims: int, fingerprint: str, ids: Any, matrix: 
     import numpy as np
 
     table = vec_table(dims)
-    chunk_columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table}_chunks)")]
-    vector_columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table}_vector_chunks00)")]
-    if chunk_columns != ["chunk_id", "size", "sequence_id", "partition00", "validity", "rowids"] or (
-        vector_columns != ["rowid", "vectors"]
-    ):
+    if not _has_block_layout(conn, dims):
         return False
     cursor = conn.cursor()
     cursor.row_factory = None

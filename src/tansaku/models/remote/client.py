@@ -3,6 +3,8 @@
 Every request ends: each attempt has a timeout, 429 and 5xx answers are retried a bounded number of
 times after a bounded wait (the server's ``Retry-After`` when it gives one, else exponential
 backoff with jitter), and each way of failing raises its own error (errors.py, ``Endpoint*``).
+An answer is read a block at a time up to a size cap, so a server that sends without end costs
+the cap, not the machine's memory.
 """
 
 from __future__ import annotations
@@ -34,8 +36,16 @@ from ...errors import (
 from .endpoint import KEY_ENV, Endpoint
 
 TIMEOUT_ENV = "TANSAKU_REMOTE_TIMEOUT"
+QUERY_TIMEOUT_ENV = "TANSAKU_REMOTE_QUERY_TIMEOUT"
 RETRIES_ENV = "TANSAKU_REMOTE_RETRIES"
 DEFAULT_TIMEOUT_S = 60.0
+# A search waits this long for its query vector, retries included: a person is waiting, and
+# `query` has keyword results to give meanwhile (bulk `embed` keeps DEFAULT_TIMEOUT_S).
+DEFAULT_QUERY_TIMEOUT_S = 5.0
+# The largest answer read when the caller names no cap: JSON of a rerank or a completion is a few
+# KB, a /models list of a big hosted API about 1 MB.
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+_READ_BLOCK = 64 * 1024
 DEFAULT_RETRIES = 3
 # A server asking for a longer pause than this is out of capacity for now: saying so beats
 # waiting minutes in silence.
@@ -117,6 +127,13 @@ class Client:
         )
 
     @property
+    def query_timeout(self) -> float:
+        """Seconds a search waits for its query vector, all attempts together:
+        ``TANSAKU_REMOTE_QUERY_TIMEOUT`` (never more than the per-attempt timeout)."""
+        value = _env_number(QUERY_TIMEOUT_ENV, DEFAULT_QUERY_TIMEOUT_S, 0.1)
+        return min(value, self.timeout)
+
+    @property
     def retries(self) -> int:
         if self._retries is not None:
             return self._retries
@@ -128,13 +145,33 @@ class Client:
             self.tally.texts += texts
             self.tally.add_tokens(usage)
 
-    def post(self, path: str, payload: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
-        return self._call("POST", path, json.dumps(payload).encode("utf-8"), timeout)
+    def post(
+        self,
+        path: str,
+        payload: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        deadline: float | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> dict[str, Any]:
+        """``deadline``: seconds for every attempt and wait together (a search's query vector);
+        ``max_bytes``: the largest answer read (past it, ENDPOINT_BAD_RESPONSE)."""
+        body = json.dumps(payload).encode("utf-8")
+        return self._call("POST", path, body, timeout, deadline=deadline, max_bytes=max_bytes)
 
     def get(self, path: str, *, timeout: float | None = None) -> dict[str, Any]:
         return self._call("GET", path, None, timeout)
 
-    def _call(self, method: str, path: str, body: bytes | None, timeout: float | None) -> dict[str, Any]:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        timeout: float | None,
+        *,
+        deadline: float | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> dict[str, Any]:
         url = self.endpoint.base_url + path
         headers = {"Accept": "application/json", "User-Agent": "tansaku"}
         if body is not None:
@@ -144,6 +181,11 @@ class Client:
         attempt = 0
         timeout = timeout or self.timeout
         retries = self.retries
+        setting = TIMEOUT_ENV
+        ends = None
+        if deadline is not None:
+            timeout, setting = min(timeout, deadline), QUERY_TIMEOUT_ENV
+            ends = time.monotonic() + deadline
         self._flight(+1)
         try:
             while True:
@@ -151,37 +193,43 @@ class Client:
                 with self._lock:
                     self.tally.requests += 1
                     self.tally.bytes_sent += len(body or b"")
+                # The socket's timeout bounds each wait for bytes; the clock bounds the whole
+                # answer (a server trickling a byte a second would otherwise never time out).
+                started = time.monotonic()
+                wait_s = timeout if ends is None else max(0.1, min(timeout, ends - started))
                 try:
-                    with urllib.request.urlopen(request, timeout=timeout) as response:
-                        raw = response.read()
+                    with urllib.request.urlopen(request, timeout=wait_s) as response:
+                        raw = _read_capped(response, url, max_bytes, started + wait_s)
                     return _decode(raw, url)
                 except urllib.error.HTTPError as exc:
-                    wait = self._retry_wait(exc, attempt, retries, url)
+                    wait = self._retry_wait(exc, attempt, retries, url, ends)
                 except TimeoutError as exc:
-                    raise EndpointTimeout(
-                        f"{url} did not answer within {timeout:g} s",
-                        hint=f"a busy or slow server: raise {TIMEOUT_ENV} (seconds), or try again later",
-                    ) from exc
+                    raise self._timed_out(url, deadline or timeout, setting) from exc
                 except (urllib.error.URLError, ConnectionError, OSError) as exc:
                     reason = getattr(exc, "reason", exc)
                     if isinstance(reason, TimeoutError | socket.timeout):
-                        raise EndpointTimeout(
-                            f"{url} did not answer within {timeout:g} s",
-                            hint=f"raise {TIMEOUT_ENV} (seconds), or try again later",
-                        ) from exc
-                    if attempt >= retries or not isinstance(reason, ConnectionError):
+                        raise self._timed_out(url, deadline or timeout, setting) from exc
+                    wait = _backoff(attempt)
+                    out_of_time = ends is not None and time.monotonic() + wait >= ends
+                    if attempt >= retries or out_of_time or not isinstance(reason, ConnectionError):
                         raise EndpointUnreachable(
                             f"cannot reach {self.endpoint.base_url}: {_reason(reason)}",
                             hint="is the server running, and is the URL in the model reference right?"
                             " (`tansaku doctor` checks it)",
                         ) from exc
-                    wait = _backoff(attempt)
                 attempt += 1
                 with self._lock:
                     self.tally.retries += 1
                 self._sleep(wait)
         finally:
             self._flight(-1)
+
+    @staticmethod
+    def _timed_out(url: str, seconds: float, setting: str) -> EndpointTimeout:
+        return EndpointTimeout(
+            f"{url} did not answer within {seconds:g} s",
+            hint=f"a busy or slow server: raise {setting} (seconds), or try again later",
+        )
 
     def _flight(self, change: int) -> None:
         with self._lock:
@@ -192,8 +240,11 @@ class Client:
             if self._in_flight == 0:
                 self.tally.seconds += now - self._busy_since
 
-    def _retry_wait(self, exc: urllib.error.HTTPError, attempt: int, retries: int, url: str) -> float:
-        """Seconds to wait before retrying ``exc``'s answer, or raise its error."""
+    def _retry_wait(
+        self, exc: urllib.error.HTTPError, attempt: int, retries: int, url: str, ends: float | None = None
+    ) -> float:
+        """Seconds to wait before retrying ``exc``'s answer, or raise its error (also when the wait
+        would pass ``ends``, the monotonic time the caller stops waiting at)."""
         status = exc.code
         text = _body(exc)
         if status in (401, 403):
@@ -210,7 +261,9 @@ class Client:
         if status != 429 and status < 500:
             raise HttpStatus(f"{url} answered HTTP {status}: {text}", status, text)
         asked = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
-        if attempt >= retries or (asked is not None and asked > MAX_WAIT_S):
+        wait = asked if asked is not None else _backoff(attempt)
+        out_of_time = ends is not None and time.monotonic() + wait >= ends
+        if attempt >= retries or out_of_time or (asked is not None and asked > MAX_WAIT_S):
             after = f" after {attempt + 1} attempts" if attempt else ""
             if status == 429:
                 later = f"; it asks to wait {asked:g} s" if asked is not None else ""
@@ -222,13 +275,46 @@ class Client:
                 f"{url} failed (HTTP {status}{after}): {text}",
                 hint="the server's own log says why",
             )
-        return asked if asked is not None else _backoff(attempt)
+        return wait
+
+
+def _read_capped(response: Any, url: str, max_bytes: int, ends: float) -> bytes:
+    """The answer's body, read a block at a time: refused (ENDPOINT_BAD_RESPONSE) once it passes
+    ``max_bytes`` (or its Content-Length says it will), without reading the rest, and a timeout
+    once the clock passes ``ends``."""
+    declared = response.headers.get("Content-Length") if response.headers else None
+    if declared is not None and declared.strip().isdigit() and int(declared) > max_bytes:
+        raise _too_big(url, max_bytes, f"it announced {int(declared):,} bytes; refused unread")
+    blocks: list[bytes] = []
+    size = 0
+    while True:
+        # read1: what has arrived (read would wait for a whole block, and a server trickling a
+        # byte at a time keeps the socket's timeout from ever firing).
+        block = response.read1(min(_READ_BLOCK, max_bytes + 1 - size))
+        if not block:
+            return b"".join(blocks)
+        blocks.append(block)
+        size += len(block)
+        if size > max_bytes:
+            raise _too_big(url, max_bytes, "reading stopped there")
+        if time.monotonic() > ends:
+            raise TimeoutError(f"{url} was still sending its answer")
+
+
+def _too_big(url: str, max_bytes: int, how: str) -> EndpointBadResponse:
+    return EndpointBadResponse(
+        f"{url} answered a body over {max_bytes:,} bytes ({how})",
+        hint="the server is not answering as the API promises; its own log says why",
+        max_bytes=max_bytes,
+    )
 
 
 def _decode(raw: bytes, url: str) -> dict[str, Any]:
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:
+        # ValueError: not UTF-8, not JSON, or an integer longer than Python reads (4,300 digits);
+        # RecursionError: arrays nested thousands deep.
         raise EndpointBadResponse(f"{url} answered something that is not JSON: {raw[:80]!r}") from exc
     if not isinstance(data, dict):
         raise EndpointBadResponse(f"{url} answered JSON that is not an object")
@@ -237,7 +323,8 @@ def _decode(raw: bytes, url: str) -> dict[str, Any]:
 
 def _body(exc: urllib.error.HTTPError) -> str:
     try:
-        raw = exc.read().decode("utf-8", "replace")
+        # An error page is quoted, not parsed: its start is all a message needs.
+        raw = exc.read(_READ_BLOCK).decode("utf-8", "replace")
     except (OSError, ValueError):
         raw = ""
     text = " ".join(raw.split())

@@ -20,7 +20,13 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..vectors import CollectionEntries, EmbedModelRecord, VectorsUnavailable
+from ..vectors import (
+    UNUSABLE_SCAN_MAX,
+    CollectionEntries,
+    EmbedModelRecord,
+    UnusableVectors,
+    VectorsUnavailable,
+)
 from .db import deferred
 
 # Rows per statement for lists of ids or hashes (an array parameter has no limit; this keeps
@@ -348,6 +354,23 @@ def unlinked_count(conn: Any) -> int:
     )
 
 
+def unusable_vectors(
+    conn: Any, dims: int, fingerprint: str, limit: int = UNUSABLE_SCAN_MAX
+) -> UnusableVectors:
+    """Count the model's vectors that no search can score, newest first, at most ``limit``."""
+    total = model_vector_count(conn, fingerprint)
+    table = vec_table(dims)
+    if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is None:
+        return UnusableVectors(0, 0, total)
+    row = conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE NOT (vector_norm(embedding) > 0"
+        " AND vector_norm(embedding) < 'Infinity'::float8))"
+        f" FROM (SELECT embedding FROM {table} WHERE fingerprint = %s ORDER BY id DESC LIMIT %s) AS s",
+        (fingerprint, int(limit)),
+    ).fetchone()
+    return UnusableVectors(int(row[1]), int(row[0]), total)
+
+
 def model_vector_count(conn: Any, fingerprint: str) -> int:
     row = conn.execute("SELECT count(*) FROM embeddings WHERE fingerprint = %s", (fingerprint,)).fetchone()
     return int(row[0])
@@ -360,11 +383,18 @@ _COLLECTION_EMBEDDINGS = (
 )
 
 
+# A vector with no direction (all zeros: pgvector refuses NaN and infinite values, not zeros) has
+# a NaN cosine distance, which PostgreSQL sorts after every number: never a neighbour (as
+# SQLite's knn leaves out its NULL distances).
+_USABLE = "distance IS NOT NULL AND distance <> 'NaN'::float8"
+
+
 def knn(
     conn: Any, dims: int, fingerprint: str, query: bytes, k: int, collection: str, params: str
 ) -> list[tuple[int, float]]:
     """The k nearest of one collection's vectors (cosine distance), nearest first: exact while the
-    model's vectors are within the in-memory size (module docstring), else by the HNSW index."""
+    model's vectors are within the in-memory size (module docstring), else by the HNSW index.
+    Vectors with no direction are left out (``_USABLE``)."""
     arguments = {
         "query": _array(query),
         "fingerprint": fingerprint,
@@ -386,7 +416,7 @@ def _exact(conn: Any, dims: int, arguments: dict[str, Any]) -> list[tuple[int, f
         f"WITH scored AS MATERIALIZED (SELECT e.id, e.embedding <=> %(query)s AS distance"
         f" FROM {vec_table(dims)} AS e WHERE e.fingerprint = %(fingerprint)s"
         f" AND e.id IN ({_COLLECTION_EMBEDDINGS}))"
-        " SELECT id, distance FROM scored ORDER BY distance, id LIMIT %(k)s",
+        f" SELECT id, distance FROM scored WHERE {_USABLE} ORDER BY distance, id LIMIT %(k)s",
         arguments,
     ).fetchall()
     return [(int(row[0]), float(row[1])) for row in rows]
@@ -409,7 +439,7 @@ def _approximate(
         f" FROM {vec_table(dims)} AS e"
         f" WHERE e.fingerprint = {_literal(fingerprint)} AND e.id IN ({_COLLECTION_EMBEDDINGS})"
         " ORDER BY e.embedding <=> %(query)s LIMIT %(k)s)"
-        " SELECT id, distance FROM nearest ORDER BY distance, id",
+        f" SELECT id, distance FROM nearest WHERE {_USABLE} ORDER BY distance, id",
         arguments,
     ).fetchall()
     return [(int(row[0]), float(row[1])) for row in rows]
