@@ -28,7 +28,13 @@ searches, on loopback, bounded in count and time.
    the command and every process it started, the file's skip reason, and whether the healthy
    neighbour was indexed.
 
-``--part`` picks what runs: ``server`` (1-5), ``files`` (6), or ``all`` (the default).
+7. **A misbehaving embeddings endpoint** (``--part endpoints``): a loopback OpenAI-compatible
+   server (test/openai_server.py) that gives good answers, then a 50 MB body, NaN vectors, or no
+   answer for 70 s; a real ``embed``, ``vsearch`` and ``query`` of the package at ``--src`` over
+   the bundled sample: exit code, seconds, peak resident memory, the error or warning code, and
+   how many bytes the server got to send.
+
+``--part`` picks what runs: ``server`` (1-5), ``files`` (6), ``endpoints`` (7), or ``all``.
 """
 
 from __future__ import annotations
@@ -182,10 +188,11 @@ limit = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 try:
     done = subprocess.run(sys.argv[3:], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          timeout=float(sys.argv[2]))
+                          stderr=subprocess.PIPE, timeout=float(sys.argv[2]))
     code, out = done.returncode, done.stdout.decode()
 except subprocess.TimeoutExpired:
     code, out = "timeout", ""
+sys.stderr.write(done.stderr.decode() if code != "timeout" else "")
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code, file=sys.stderr)
 sys.stdout.write(out)
 """
@@ -206,26 +213,105 @@ def hostile_files(src: Path, root: Path, timeout_s: float) -> dict[str, dict[str
         }
         command = [sys.executable, "-m", "tansaku", "collection", "add", str(folder), "--name", "h",
                    "--formats", "pdf,html,docx,epub", "--json"]  # fmt: skip
-        started = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-c", _MEASURED, str(ADDRESS_SPACE_LIMIT), str(timeout_s), *command],
-            env=env, capture_output=True, text=True,
-        )  # fmt: skip
-        seconds = time.perf_counter() - started
-        peak_kib, code = done.stderr.strip().splitlines()[-1].split()
+        code, seconds, peak_mib, stdout, _ = _measured(command, env, timeout_s)
         report: dict[str, Any] = {}
         if code == "0":
-            [report] = json.loads(done.stdout)["collections"]
+            [report] = json.loads(stdout)["collections"]
         skipped = {skip["path"]: skip["reason"] for skip in report.get("skipped", [])}
         figures[name] = {
             "exit": code,
-            "seconds": round(seconds, 2),
-            "peak_rss_mib": int(peak_kib) // 1024,
+            "seconds": seconds,
+            "peak_rss_mib": peak_mib,
             "file_bytes": len(data),
             "outcome": skipped.get(file_name) or ("indexed" if file_name in report.get("added", []) else "-"),
             "healthy_indexed": "healthy.md" in report.get("added", []),
         }
         log(f"  {name}: {figures[name]}")
+    return figures
+
+
+def _measured(command: list[str], env: dict[str, str], timeout_s: float) -> tuple[str, float, int, str, str]:
+    """Exit code (or "timeout"), seconds, peak resident MiB of ``command`` and what it started,
+    stdout and stderr."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED, str(ADDRESS_SPACE_LIMIT), str(timeout_s), *command],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    *errors, last = done.stderr.strip().splitlines()
+    peak_kib, code = last.split()
+    return code, round(seconds, 2), int(peak_kib) // 1024, done.stdout, "\n".join(errors)
+
+
+def _code_of(stdout: str, stderr: str) -> str:
+    """The error code on stderr, else the warning codes of the JSON answer."""
+    try:
+        return json.loads(stderr[stderr.index("{") :])["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        pass
+    try:
+        return ",".join(w["code"] for w in json.loads(stdout).get("warnings", [])) or "-"
+    except (ValueError, AttributeError):
+        return "-"
+
+
+def misbehaving_endpoint(src: Path, root: Path) -> dict[str, dict[str, Any]]:
+    sys.path.insert(0, str(REPO))
+    from test.openai_server import Script, ScriptedServer
+
+    big = 50 * 1024 * 1024
+
+    def fifty_megabytes() -> Any:
+        yield b'{"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.5'
+        block = b",0.5" * 16384
+        for _ in range(big // len(block)):
+            yield block
+        yield b"]}]}"
+
+    server = ScriptedServer()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(src.resolve()),
+        "HOME": str(root / "home"),
+        "TANSAKU_CONFIG_DIR": str(root / "config"),
+        "TANSAKU_INDEX_PATH": str(root / "index.sqlite"),
+        "TANSAKU_MODEL_DIR": str(root / "models"),
+        "TANSAKU_EMBED_MODEL": server.url(),
+    }
+    (root / "home").mkdir()
+    tansaku = [sys.executable, "-m", "tansaku"]
+    subprocess.run([*tansaku, "collection", "add", str(REPO / "fixtures" / "sample"), "--name", "sample"],
+                   env=env, check=True, capture_output=True)  # fmt: skip
+    embed = ["embed", "--json"]
+    good_then = [Script(), Script()]  # the model list and the probe answered well
+    cases: list[tuple[str, list[Script], Script | None, list[str]]] = [
+        ("embed_50mb_answer_to_a_batch", good_then, Script(stream=fifty_megabytes), embed),
+        ("embed_50mb_answer_to_the_probe", [Script()], Script(stream=fifty_megabytes), embed),
+        ("embed_nan_after_good_answers", good_then, Script(vector=[float("nan")] * 8), embed),
+        ("embed_zero_vectors_after_good_answers", good_then, Script(vector=[0.0] * 8), embed),
+        ("embed_good", [], None, embed),
+        ("vsearch_endpoint_silent_70s", [], Script(pause=70), ["vsearch", "snapshot", "--json"]),
+        ("query_endpoint_silent_70s", [], Script(pause=70), ["query", "snapshot", "--json"]),
+    ]
+    figures = {}
+    try:
+        for name, first, then, args in cases:
+            server.streamed.clear()
+            server.queue.clear()
+            server.then(*first)
+            server.otherwise = then
+            code, seconds, peak, out, err = _measured([*tansaku, *args], env, 120)
+            figures[name] = {
+                "exit": code,
+                "seconds": seconds,
+                "peak_rss_mib": peak,
+                "code": _code_of(out, err),
+                "server_sent_bytes": sum(server.streamed),
+            }
+            log(f"  {name}: {figures[name]}")
+    finally:
+        server.close()
     return figures
 
 
@@ -245,7 +331,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each search run")
     parser.add_argument("--settle", type=float, default=120.0, help="longest wait for a request's CPU")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--part", choices=("all", "server", "files"), default="all")
+    parser.add_argument("--part", choices=("all", "server", "files", "endpoints"), default="all")
     parser.add_argument("--file-timeout", type=float, default=120.0, help="longest `collection add`")
     args = parser.parse_args()
 
@@ -254,6 +340,10 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="tansaku-abuse-files-") as tmp:
             log("hostile files, each beside a healthy one, `collection add` under a 2.5 GB limit")
             figures["hostile_files"] = hostile_files(args.src, Path(tmp), args.file_timeout)
+    if args.part in ("all", "endpoints"):
+        with tempfile.TemporaryDirectory(prefix="tansaku-abuse-endpoint-") as tmp:
+            log("a misbehaving embeddings endpoint, beside the bundled sample")
+            figures["endpoint"] = misbehaving_endpoint(args.src, Path(tmp))
     if args.part in ("all", "server"):
         figures.update(server_figures(args))
     print(json.dumps(figures, indent=2))

@@ -17,20 +17,20 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
-import select
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from . import Extracted, ExtractionFailed, Limits
 from .worker import HEADER
+
+if TYPE_CHECKING:  # the rest is imported when the first file is extracted: an update of text
+    # files, and every search, never pays for it
+    import subprocess
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])  # the folder that holds tansaku/
 _STDERR_TAIL = 2000
@@ -62,6 +62,8 @@ class ExtractionPool:
     def submit(self, fmt: str, raw: bytes, max_chars: int) -> Future[Extracted]:
         """The file's text to come; its ``result()`` raises :class:`ExtractionFailed`."""
         if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
             self._executor = ThreadPoolExecutor(self.size, thread_name_prefix="tansaku-extract")
         return self._executor.submit(self._extract, fmt, raw, max_chars)
 
@@ -103,6 +105,8 @@ class ExtractionWorker:
 
     def extract(self, fmt: str, raw: bytes, max_chars: int) -> Extracted:
         """The file's text, or :class:`ExtractionFailed` with the reason it has none."""
+        import pickle
+
         process = self._running()
         request = pickle.dumps((fmt, raw, max_chars, Limits.current()), protocol=pickle.HIGHEST_PROTOCOL)
         deadline = time.monotonic() + self.seconds
@@ -130,6 +134,8 @@ class ExtractionWorker:
     def close(self) -> None:
         process, self._process = self._process, None
         if process is not None:
+            import subprocess
+
             try:
                 if process.stdin is not None:
                     process.stdin.close()  # the worker's signal to end
@@ -149,6 +155,9 @@ class ExtractionWorker:
         if self._process is not None and self._process.returncode is None:
             return self._process
         self.close()
+        import subprocess
+        import tempfile
+
         env = dict(os.environ)
         # The child imports this same package, wherever it was imported from.
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
@@ -171,6 +180,8 @@ class ExtractionWorker:
 
     def _answer(self, process: subprocess.Popen[bytes], deadline: float) -> tuple[Any, ...] | None:
         """The worker's answer, or None when it died or ran past ``deadline``."""
+        import pickle
+
         assert process.stdout is not None
         fd = process.stdout.fileno()
         header = _read_exact(fd, HEADER.size, deadline)
@@ -234,6 +245,8 @@ class ExtractionWorker:
 
 
 def _read_exact(fd: int, size: int, deadline: float) -> bytes | None:
+    import select
+
     parts: list[bytes] = []
     left = size
     while left:

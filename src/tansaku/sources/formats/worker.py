@@ -14,7 +14,6 @@ standard error, so a library that prints cannot corrupt the answers.
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import struct
 import sys
@@ -24,6 +23,8 @@ HEADER = struct.Struct("!Q")
 
 
 def main(argv: list[str]) -> int:
+    import pickle
+
     memory = int(argv[0]) if argv else 0
     if memory > 0:
         import resource
@@ -71,6 +72,8 @@ def read_frame(stream: BinaryIO) -> bytes | None:
 
 
 def write_frame(stream: BinaryIO, message: tuple[Any, ...]) -> None:
+    import pickle
+
     body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(HEADER.pack(len(body)) + body)
     stream.flush()
