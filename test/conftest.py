@@ -18,6 +18,10 @@ from typing import Any
 
 import pytest
 
+# A scripted OpenAI-compatible endpoint (server, remote_embed) and an environment without the
+# developer's models or remote settings (no_model_env), for the modules that ask for them.
+from .openai_server import no_model_env, remote_embed, server  # noqa: F401
+
 # The PostgreSQL server fixtures (postgres_server, postgres_url) for the backend's tests.
 from .postgres_fixture import own_postgres_server, postgres_server, postgres_url  # noqa: F401
 

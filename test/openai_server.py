@@ -32,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 
 @dataclass
 class Logged:
@@ -235,3 +237,31 @@ def llama_server(model_path: Path, alias: str, log: Path, **settings: Any) -> It
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+# Fixtures for the modules that drive tansaku against a scripted endpoint (conftest.py makes them
+# known; a module asks for the environment with ``pytest.mark.usefixtures("no_model_env")``).
+@pytest.fixture
+def no_model_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No model of this machine and no remote setting of the developer's: one retry only."""
+    from tansaku.models import registry
+
+    monkeypatch.setenv("TANSAKU_MODEL_DIR", str(tmp_path / "models"))
+    for role in registry.ROLES:
+        monkeypatch.delenv(registry.env_var(role), raising=False)
+    for name in ("TANSAKU_API_KEY", "TANSAKU_REMOTE_TIMEOUT", "TANSAKU_REMOTE_QUERY_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TANSAKU_REMOTE_RETRIES", "1")
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    running = ScriptedServer()
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def remote_embed(server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("TANSAKU_EMBED_MODEL", server.url())
+    return server.url()

@@ -21,7 +21,6 @@ import pytest
 
 import tansaku
 from tansaku.errors import EndpointBadResponse, EndpointDimensions, EndpointError, EndpointTimeout
-from tansaku.models import registry
 from tansaku.models.remote.client import Client
 from tansaku.models.remote.embedder import RemoteEmbedder
 from tansaku.models.remote.endpoint import parse_endpoint
@@ -29,7 +28,7 @@ from tansaku.models.remote.endpoint import parse_endpoint
 from .conftest import index_sql
 from .openai_server import Script, ScriptedServer
 
-pytestmark = pytest.mark.both_backends
+pytestmark = [pytest.mark.both_backends, pytest.mark.usefixtures("no_model_env")]
 
 NAN, INF = float("nan"), float("inf")
 # What each bad vector is called in the message that refuses it.
@@ -42,29 +41,6 @@ BAD_VECTORS = {
 BIG_BODY = 50 * 1024 * 1024
 MAX_DIMS = 8192  # what sqlite-vec stores, and docs/models.md states
 SRC = str(Path(tansaku.__file__).resolve().parents[1])  # the package under test, in a subprocess
-
-
-@pytest.fixture(autouse=True)
-def no_model_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("TANSAKU_MODEL_DIR", str(tmp_path / "models"))
-    for role in registry.ROLES:
-        monkeypatch.delenv(registry.env_var(role), raising=False)
-    for name in ("TANSAKU_API_KEY", "TANSAKU_REMOTE_TIMEOUT", "TANSAKU_REMOTE_QUERY_TIMEOUT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TANSAKU_REMOTE_RETRIES", "1")
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    running = ScriptedServer()
-    yield running
-    running.close()
-
-
-@pytest.fixture
-def remote_embed(server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("TANSAKU_EMBED_MODEL", server.url())
-    return server.url()
 
 
 def embedder(server: ScriptedServer, **client: object) -> RemoteEmbedder:

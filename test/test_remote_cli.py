@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import socket
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,28 +15,7 @@ from tansaku.models import registry
 
 from .openai_server import Script, ScriptedServer, free_port
 
-
-@pytest.fixture(autouse=True)
-def no_model_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("TANSAKU_MODEL_DIR", str(tmp_path / "models"))
-    for role in registry.ROLES:
-        monkeypatch.delenv(registry.env_var(role), raising=False)
-    for name in ("TANSAKU_API_KEY", "TANSAKU_REMOTE_TIMEOUT", "TANSAKU_REMOTE_RETRIES"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TANSAKU_REMOTE_RETRIES", "1")
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    running = ScriptedServer()
-    yield running
-    running.close()
-
-
-@pytest.fixture
-def remote_embed(server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("TANSAKU_EMBED_MODEL", server.url())
-    return server.url()
+pytestmark = pytest.mark.usefixtures("no_model_env")
 
 
 def _user_models(config_path: Path) -> dict:
