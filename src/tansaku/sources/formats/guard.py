@@ -7,7 +7,8 @@ address-space limit makes it abort the process it runs in. So the indexer never 
 parser in its own process. A worker serves a whole update (started at the first file that needs
 extracting, so an update of Markdown files starts none); a file that runs past the time limit
 has the worker killed, and one that kills it is skipped with the reason, and the next file gets a
-fresh worker. Its cost: one process start an update (about 0.1 s) and a pipe round trip a file.
+fresh worker. Its cost: one process start an update (about 0.05 s) and a pipe round trip a file
+(about 0.1 ms).
 
 :class:`ExtractionPool` runs up to ``MAX_EXTRACT_WORKERS`` of them side by side (one per core):
 the indexer waits for extractions, so a second core reads the next file meanwhile.
