@@ -52,7 +52,6 @@ class _Plan:
     # Files whose front matter could not be read (found while the plan is applied).
     broken_front: list[tuple[str, int | None, str]] = field(default_factory=list)
     extractions: ExtractionLog = field(default_factory=ExtractionLog)
-    max_file_bytes: int = 0  # the limit the skips below were decided under
     # Files read and skipped for a reason that lasts while the file is unchanged.
     lasting_skips: list[store.SkippedRow] = field(default_factory=list)
 
@@ -108,7 +107,7 @@ def plan(
     existing = store.documents_in(conn, collection.name)
     # Files indexed by an older indexer are re-read even when unchanged on disk.
     outdated = store.indexer_version(conn, collection.name) not in (None, INDEXER_VERSION)
-    result = _Plan(max_file_bytes=max_file_bytes)
+    result = _Plan()
     found: list[FoundFile] = []
     unreadable_dirs: list[str] = []
     for item in walk_collection(Path(collection.path), masks, ignore):

@@ -69,11 +69,12 @@ class ModelVectors:
     def of(cls, ids: Any, matrix: Any) -> ModelVectors:
         import numpy as np
 
+        from ..store.vectors import without_direction  # a pure function: the same for both backends
+
         order = np.argsort(ids, kind="stable")
         # One pass when read (about the cost of one query's product), so that such a row scores
         # -inf, never NaN (which would sink its whole document) nor 0 (which `query` keeps).
-        squares = np.einsum("ij,ij->i", matrix, matrix)
-        unusable = ~(np.isfinite(squares) & (squares > 0))
+        unusable = without_direction(matrix)
         return cls(ids, matrix, order, ids[order], unusable if unusable.any() else None)
 
     def rows_of(self, embedding_ids: Any) -> Any:

@@ -385,10 +385,7 @@ def unusable_vectors(
                 break  # not the layout this code knows: what was counted so far stands
             bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
             block = np.frombuffer(vectors, dtype=np.float32).reshape(size, dims)[bits[:size].astype(bool)]
-            # Stored vectors are unit length: a sum of squares that is not finite and positive
-            # (zeros, NaN, infinite or overflowing values) is a vector no search can score.
-            squares = np.einsum("ij,ij->i", block, block)
-            count += int(np.count_nonzero(~(np.isfinite(squares) & (squares > 0))))
+            count += int(np.count_nonzero(without_direction(block)))
             checked += len(block)
         return UnusableVectors(count, min(checked, total), total)
     row = conn.execute(
@@ -397,6 +394,16 @@ def unusable_vectors(
         (fingerprint, min(limit, _UNUSABLE_SCAN_SLOW_MAX)),
     ).fetchone()
     return UnusableVectors(int(row[1]), int(row[0]), total)
+
+
+def without_direction(matrix: Any) -> Any:
+    """The rows of ``matrix`` (float32[n, dims]) no search can score: stored vectors are unit
+    length, so a sum of squares that is not finite and positive (all zeros, a NaN, an infinite or
+    overflowing value) marks one. bool[n]."""
+    import numpy as np
+
+    squares = np.einsum("ij,ij->i", matrix, matrix)
+    return ~(np.isfinite(squares) & (squares > 0))
 
 
 def _has_block_layout(conn: Any, dims: int) -> bool:
