@@ -82,7 +82,8 @@ def test_vectors_come_back_in_order_unit_length_and_batched(server: ScriptedServ
     assert [round(sum(v * v for v in vector), 6) for vector in vectors] == [1.0] * 7
     for text, vector in zip(texts, vectors, strict=True):
         assert vector == pytest.approx(fake_vector(text, 8))
-    assert [len(r.body["input"]) for r in server.posts("/v1/embeddings")] == [3, 3, 1]
+    # Two requests go at once, so the server may log the last batch before the second.
+    assert sorted(len(r.body["input"]) for r in server.posts("/v1/embeddings")) == [1, 3, 3]
     tally = remote.client.tally
     assert (tally.requests, tally.texts, tally.retries) == (3, 7, 0)
     assert tally.prompt_tokens == sum(len(t.split()) for t in texts)
