@@ -24,6 +24,13 @@ Every corpus is built from pinned registry packages, so that the judged query se
   (``man1/ls.1.txt``, ``man5/passwd.5.txt``). The conversion needs ``groff`` (Debian's
   ``groff-base``) and ``col`` (``bsdextrautils``) on this machine: ``groff -man -Tutf8``
   without hyphenation, then ``col -bx``.
+- ``man-manuals``: the same conversion of the English man pages of long command-line references
+  not in ``man-pages``: ``tmux``, ``screen``, ``curl``, ``wget``, ``gpg``, ``strace``, ``make``,
+  ``gawk`` and ``systemd`` (``man1/tmux.1.txt``, ``man5/systemd.exec.5.txt``).
+- ``man-pages-zh``: the Simplified Chinese man pages of Debian's ``manpages-zh``
+  (``usr/share/man/zh_CN/manN/``), with the same paths (``man1/ls.1.txt``); read as UTF-8
+  (``groff -Kutf8``), left-aligned, and with the source's line breaks inside Chinese text joined
+  (a break between two CJK characters would put a space inside a word).
 
 Each corpus folder gets a ``.corpus.json``::
 
@@ -401,9 +408,16 @@ _MAN_ASCII = str.maketrans(
 )
 
 
-def build_man_pages(spec: CorpusSpec, ctx: BuildContext) -> None:
+def build_man_pages(
+    spec: CorpusSpec,
+    ctx: BuildContext,
+    man_dir: str = "usr/share/man",
+    min_pages: int = 300,
+    chinese: bool = False,
+) -> None:
+    """One text file per page of ``man_dir/manN/`` in the pinned packages (``man1/ls.1.txt``)."""
     why = (
-        "the man-pages corpus converts groff sources to text with groff and col; install them "
+        f"the {spec.name} corpus converts groff sources to text with groff and col; install them "
         "with `apt-get install groff-base bsdextrautils`"
     )
     groff = _require_tool("groff", why)
@@ -417,8 +431,8 @@ def build_man_pages(spec: CorpusSpec, ctx: BuildContext) -> None:
     for pin in spec.pins:
         deb = apt_download(pin, ctx.work, ctx)
         root = deb_extract(deb, ctx.work / f"x-{pin.name}")
-        # English pages only: translations live in usr/share/man/LANG/manN/.
-        for section in sorted((root / "usr/share/man").glob("man[1-9]")):
+        # One language only: in usr/share/man/manN/ English, translations in usr/share/man/LANG/manN/.
+        for section in sorted((root / man_dir).glob("man[1-9]")):
             for src in sorted(section.iterdir()):
                 if src.is_symlink() or not src.is_file():
                     continue  # an alias of another page (egrep.1.gz -> grep.1.gz)
@@ -431,12 +445,20 @@ def build_man_pages(spec: CorpusSpec, ctx: BuildContext) -> None:
                 if target.exists():
                     ctx.warn(f"{target.relative_to(ctx.out)} is in two packages; kept the first")
                     continue
-                text = _man_to_text(groff, col, source, f"{pin.name}: {src.name}")
+                text = _man_to_text(groff, col, source, f"{pin.name}: {src.name}", chinese)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
     count = sum(1 for _ in ctx.out.rglob("*.txt"))
-    if count < 300:
-        raise CorpusError(f"man-pages came out with only {count} pages; the packages' layout changed?")
+    if count < min_pages:
+        raise CorpusError(f"{spec.name} came out with only {count} pages; the packages' layout changed?")
+
+
+def build_man_manuals(spec: CorpusSpec, ctx: BuildContext) -> None:
+    build_man_pages(spec, ctx, min_pages=150)
+
+
+def build_man_pages_zh(spec: CorpusSpec, ctx: BuildContext) -> None:
+    build_man_pages(spec, ctx, man_dir="usr/share/man/zh_CN", min_pages=500, chinese=True)
 
 
 def _man_is_alias(source: bytes) -> bool:
@@ -448,15 +470,25 @@ def _man_is_alias(source: bytes) -> bool:
     return bool(lines) and all(line.startswith(".so ") for line in lines)
 
 
-def _man_to_text(groff: str, col: str, source: bytes, label: str) -> str:
+def _man_to_text(groff: str, col: str, source: bytes, label: str, chinese: bool = False) -> str:
     """``groff -man -Tutf8`` (no hyphenation, 78 columns, tbl tables) then ``col -bx``.
 
     Words are never hyphenated at line ends, so that they stay searchable: ``-rHY=0`` for man(7)
     pages, and a ``.hla none`` (no hyphenation patterns) before the page for mdoc(7) ones (ssh).
+
+    ``chinese`` pages are read as UTF-8 (``-Kutf8``, not preconv's guess), set left-aligned
+    (groff cannot break a run of CJK characters, and justifying the lines around one pads them
+    with spaces), and their source lines joined where a line break falls between two CJK
+    characters (groff would put a space there, inside a word).
     """
     env = {**os.environ, "LC_ALL": "C.UTF-8", "GROFF_NO_SGR": "1"}
     cmd = [groff, "-k", "-t", "-man", "-Tutf8", "-rLL=78n", "-rLT=78n", "-rHY=0", "-P-c"]
-    typeset = subprocess.run(cmd, input=b".hla none\n" + source, capture_output=True, env=env, check=False)
+    prelude = b".hla none\n"
+    if chinese:
+        cmd[1] = "-Kutf8"
+        prelude += b".ad l\n"
+        source = _join_cjk_lines(source.decode("utf-8", "replace")).encode("utf-8")
+    typeset = subprocess.run(cmd, input=prelude + source, capture_output=True, env=env, check=False)
     if typeset.returncode != 0 or not typeset.stdout.strip():
         stderr = typeset.stderr.decode("utf-8", "replace")
         raise CorpusError(f"groff could not convert {label}:\n{_tail(stderr)}")
@@ -467,6 +499,31 @@ def _man_to_text(groff: str, col: str, source: bytes, label: str) -> str:
     lines = [line.rstrip() for line in text.splitlines()]
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
     return text + "\n"
+
+
+_CJK_CHAR = "\u3000-\u303f\u4e00-\u9fff\uff00-\uffef"
+_CJK_END = re.compile(rf"[{_CJK_CHAR}]$")
+_CJK_START = re.compile(rf"[{_CJK_CHAR}]")
+_NO_FILL = {"nf": True, "EX": True, "TS": True, "fi": False, "EE": False, "TE": False}
+
+
+def _join_cjk_lines(source: str) -> str:
+    """Join text lines whose break falls between two CJK characters (not in .nf, .EX or tables)."""
+    lines: list[str] = []
+    no_fill = joinable = False
+    for line in source.splitlines():
+        if line.startswith((".", "'")):
+            words = line[1:].split()
+            no_fill = _NO_FILL.get(words[0], no_fill) if words else no_fill
+            joinable = False
+        elif joinable and _CJK_START.match(line):
+            lines[-1] += line
+            joinable = bool(_CJK_END.search(line))
+            continue
+        else:
+            joinable = not no_fill and bool(_CJK_END.search(line))
+        lines.append(line)
+    return "\n".join(lines) + "\n"
 
 
 CORPORA: dict[str, CorpusSpec] = {
@@ -533,6 +590,28 @@ CORPORA: dict[str, CorpusSpec] = {
                 Package("debian", "manpages", "6.03-2"),
             ),
             build_man_pages,
+        ),
+        CorpusSpec(
+            "man-manuals",
+            "English man pages of long command-line references (tmux, curl, gpg, systemd, ...), plain text",
+            (
+                Package("debian", "tmux", "3.3a-3"),
+                Package("debian", "screen", "4.9.0-4"),
+                Package("debian", "curl", "7.88.1-10+deb12u15"),
+                Package("debian", "wget", "1.21.3-1+deb12u1"),
+                Package("debian", "gpg", "2.2.40-1.1+deb12u2"),
+                Package("debian", "strace", "6.1-0.1"),
+                Package("debian", "make", "4.3-4.1"),
+                Package("debian", "gawk", "1:5.2.1-2"),
+                Package("debian", "systemd", "252.39-1~deb12u2"),
+            ),
+            build_man_manuals,
+        ),
+        CorpusSpec(
+            "man-pages-zh",
+            "Simplified Chinese man pages of Debian's manpages-zh, converted to plain text",
+            (Package("debian", "manpages-zh", "1.6.4.0-1"),),
+            build_man_pages_zh,
         ),
     )
 }

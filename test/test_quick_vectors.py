@@ -109,11 +109,16 @@ def test_quick_only_makes_every_chunk_searchable_and_says_the_full_vectors_are_p
     sample = report["collections"][0]
     assert sample["quick"] == sample["pending"] == 13
     assert sample["embedded"] == 0
+    assert sample["state"] == "quick" and "all 13 chunks have a quick vector" in sample["state_note"]
     assert set(windows(index_path)) == {QUICK_WINDOW}
     text = cli("embed", "--quick-only")
     assert "13 quick vectors first" not in text.stdout  # nothing left for a quick pass
     info = status(cli)["sample"]
     assert (info["vectors"], info["quick_vectors"], info["unembedded"]) == (0, 13, 13)
+    assert info["vector_state"] == "quick"
+    shown = cli("status").stdout
+    assert "sample: quick: all 13 chunks have a quick vector" in shown
+    assert "`tansaku embed -c sample` computes the full ones" in shown
     # A quick vector holds a chunk's title, headings and first lines: enough for this one.
     found = cli("vsearch", "when do the backups run each night", "--json").json()
     assert found["results"][0]["path"] == "guides/backups.md"
@@ -138,6 +143,8 @@ def test_the_full_pass_replaces_quick_vectors_and_leaves_nothing_behind(cli, mod
     assert unlinked(index_path) == 0
     info = status(cli)["sample"]
     assert (info["vectors"], info["quick_vectors"], info["unembedded"]) == (13, 0, 0)
+    assert info["vector_state"] == sample["state"] == "full"
+    assert "now full: all 13 chunks have their full vectors" in cli("embed").stdout
     found = cli("vsearch", "restore a single file from a snapshot", "--json").json()
     assert found["warnings"] == [] and found["results"][0]["path"] == "guides/backups.md"
 
@@ -179,6 +186,8 @@ def test_an_interrupted_full_pass_searches_full_and_quick_vectors_side_by_side(c
     assert report.interrupted
     info = status(cli)["sample"]
     assert info["vectors"] == 4 and info["quick_vectors"] == 9 and info["unembedded"] == 9
+    assert report.collections[0].state == info["vector_state"] == "partial"
+    assert info["vector_state_note"].startswith("partial: 4 of 13 chunks have full vectors, 9 a quick one;")
     found = cli("vsearch", "compression level", "--all", "--min-score", "0", "--json").json()
     # Documents are found by their full vectors and by their quick ones, in one list.
     shown = {hit["path"] for hit in found["results"]}

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tansaku.errors import DocumentNotFound, UsageError
+from tansaku.index.vector_state import VectorState
 from tansaku.render import FORMATS, RenderOptions, render, render_error
 from tansaku.types import (
     Collection,
@@ -138,7 +139,18 @@ QUICK_STATUS = replace(
     MEASURED,
     embed_window=2046,
     embed_budget=512,
-    collections=(replace(INFO, chunks=1400, vectors=200, unembedded=1200, quick_vectors=1200), WORK_INFO),
+    collections=(
+        replace(
+            INFO,
+            chunks=1400,
+            vectors=200,
+            unembedded=1200,
+            quick_vectors=1200,
+            vector_state="partial",
+            vector_state_note=VectorState(1400, 200, 1200).describe("notes", 56),
+        ),
+        WORK_INFO,
+    ),
     pending=(
         "notes: 1200 chunks have no full vector yet (1200 are searched by a quick one);"
         " run `tansaku embed -c notes`",
@@ -147,7 +159,16 @@ QUICK_STATUS = replace(
 QUICK_EMBED = EmbedReport(
     "/models/embeddinggemma-300M-Q8_0.gguf", "0123456789abcdef:embeddinggemma:c2", "embeddinggemma",
     768, 2046,
-    [CollectionEmbed("notes", pending=1200, quick=1200)], budget_tokens=512, took_ms=81_000.0,
+    [
+        CollectionEmbed(
+            "notes",
+            pending=1200,
+            quick=1200,
+            state="quick",
+            state_note=VectorState(1200, 0, 1200).describe("notes", 56),
+        )
+    ],
+    budget_tokens=512, took_ms=81_000.0,
     chunks_per_second=0.0, peak_memory_mb=612.0,
 )  # fmt: skip
 ADMIN |= dict(status_quick=QUICK_STATUS, embed_quick=QUICK_EMBED)

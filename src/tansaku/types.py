@@ -326,6 +326,10 @@ class CollectionInfo:
     stale_vectors: int = 0  # chunks whose only vectors come from another model
     unembedded: int = 0  # chunks without a vector from the configured model (once embedding began)
     quick_vectors: int = 0  # of those, chunks searched by a quick vector until their full one
+    # What the vector side holds (index/vector_state.py): "none", "quick", "partial" or "full",
+    # and the sentence that says it.
+    vector_state: str = "none"
+    vector_state_note: str = ""
     # Files the last `update` skipped on purpose and that are unchanged since (not pending: a
     # change makes them pending again), and how many per reason code ({"corrupt": 1}).
     skipped: int = 0
@@ -475,8 +479,11 @@ class CollectionEmbed:
     embedded: int = 0  # vectors computed by the model in this run
     reused: int = 0  # chunks whose exact text already had a vector (no model call)
     windows: int = 0  # extra vectors for chunks longer than the model's window
-    quick: int = 0  # chunks given a quick vector (their first tokens) before their full ones
+    quick: int = 0  # chunks given a quick vector (index/quick_digest.py) before their full ones
     failed: list[str] = field(default_factory=list)  # "path#seq: error"
+    # What the collection's vector side holds once the run ends (index/vector_state.py).
+    state: str = ""
+    state_note: str = ""
 
 
 @_deferred()

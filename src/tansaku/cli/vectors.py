@@ -43,8 +43,9 @@ def register(commands: Any) -> None:
     passes = embed.add_mutually_exclusive_group()
     passes.add_argument(
         "--quick-only", action="store_const", const="only", dest="quick",
-        help="only give each chunk without a vector a quick one (its title, headings and first"
-        " tokens: minutes, not hours), and leave the full vectors for a later `tansaku embed`",
+        help="only give each chunk without a vector a quick one (its title, headings and the"
+        " first words of each paragraph: minutes, not hours), and leave the full vectors for a"
+        " later `tansaku embed`",
     )  # fmt: skip
     passes.add_argument(
         "--no-quick", action="store_const", const="off", dest="quick",

@@ -28,13 +28,16 @@ from . import embed_speed
 from .chunks import params_for
 from .locks import command_lock
 from .progress import Progress
+from .quick_digest import quick_window
+from .vector_state import VectorState
 from .windows import first_window, render_document, split_windows, with_outline
 
 BATCH_CHUNKS = 32
 
-# The quick pass (see QuickPass) embeds each chunk's first QUICK_TOKENS tokens, prompt, title and
-# headings included: measured in evals/RESULTS-embed.md, 56 keeps most of the full vectors' MRR@10
-# on the Chinese and npm sets at a sixteenth of their cost; 40 loses a quarter of it.
+# The quick pass (see QuickPass) embeds QUICK_TOKENS tokens of each chunk, prompt, title and
+# headings included, taken from the start of each paragraph (index/quick_digest.py): measured in
+# evals/RESULTS-embed.md, 56 keeps most of the full vectors' MRR@10 on the Chinese and npm sets at
+# a sixteenth of their cost; 40 loses a quarter of it.
 QUICK_TOKENS = 56
 # Below this many pending chunks the full pass is soon done, and a quick pass first only adds to it.
 QUICK_MIN_CHUNKS = 500
@@ -248,6 +251,7 @@ def _run(
                 vec.register_model(conn, _record(identity, loaded[0]), _now())
         return loaded[0]
 
+    every_plan: list[tuple[Collection, str, list[tuple[str, int]], CollectionEmbed]] = []
     try:
         plans: list[tuple[Collection, str, list[tuple[str, int]], CollectionEmbed]] = []
         for collection in collections:
@@ -277,6 +281,7 @@ def _run(
                         progress,
                         force,
                     )
+        every_plan[:] = plans
         if quick.mode == "only":
             plans = []
         for collection, params, pending, result in plans:
@@ -309,12 +314,21 @@ def _run(
         speed = embed_speed.measured(work.chunks, work.vectors, work.seconds)
         if speed is not None:
             embed_speed.remember(conn, identity.sha256, speed)
+    for collection, params, _, result in every_plan:
+        state = _vector_state(conn, collection.name, params, fingerprint)
+        result.state, result.state_note = state.name, state.describe(collection.name, quick.tokens)
     elapsed = time.perf_counter() - started
     report.took_ms = elapsed * 1000
     report.vectors_per_second = computed / elapsed if elapsed > 0 else 0.0
     report.chunks_per_second = chunks_done / elapsed if elapsed > 0 else 0.0
     report.peak_memory_mb = _peak_memory_mb()
     return report
+
+
+def _vector_state(conn: Any, collection: str, params: str, fingerprint: str) -> VectorState:
+    full, chunks, _ = vec.collection_vector_counts(conn, collection, params, fingerprint)
+    quick = vec.collection_quick_count(conn, collection, params, fingerprint)
+    return VectorState(chunks, full, quick)
 
 
 @dataclass
@@ -429,8 +443,8 @@ def _units(
     budget: int | None = None,
 ) -> list[_Unit]:
     """The texts to embed for these chunks: the windows of the chunk's first ``budget`` tokens
-    (None: of all of it), or with ``quick_limit`` the first ``quick_limit`` tokens only, as the
-    chunk's quick window."""
+    (None: of all of it), or with ``quick_limit`` a window of ``quick_limit`` tokens from the start
+    of each of its paragraphs (quick_digest.py), as the chunk's quick window."""
     from ..store.backend import chunks as chunk_store
 
     units: list[_Unit] = []
@@ -450,10 +464,8 @@ def _units(
             render = partial(render_document, prompt, title, tuple(chunk.heading_path))
             lines = text.split("\n")
             if quick_limit is not None:
-                quick_window = first_window(
-                    lines, chunk.start_line, render, embedder.count_tokens, quick_limit
-                )
-                windows, numbers = [quick_window], [vec.QUICK_WINDOW]
+                quick_text = quick_window(lines, chunk.start_line, render, embedder.count_tokens, quick_limit)
+                windows, numbers = [quick_text], [vec.QUICK_WINDOW]
             else:
                 if budget is not None:
                     render = with_outline(

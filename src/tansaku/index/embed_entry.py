@@ -25,7 +25,7 @@ def embed_index(
     """Embed the chunks of ``chosen`` that have no vector for the configured model (all of them
     with ``force``).
 
-    ``quick``: "auto" gives every pending chunk a quick vector (its first tokens) first when
+    ``quick``: "auto" gives every pending chunk a quick vector (index/quick_digest.py) first when
     many are pending, so vsearch and query are useful long before the full pass ends; "only"
     stops after that pass; "off" never makes one (index/embed.py: QuickPass).
 

@@ -33,7 +33,9 @@ def collection_list(config: Config, config_path: Path, index: Backend) -> list[C
 
 def collection_infos(conn: Any, config: Config, config_path: Path) -> list[CollectionInfo]:
     from ..index.chunks import params_for
+    from ..index.embed import QUICK_TOKENS
     from ..index.update import skip_code, standing_skips
+    from ..index.vector_state import VectorState
     from ..store.backend import chunks
     from ..types import CollectionInfo
 
@@ -55,6 +57,7 @@ def collection_infos(conn: Any, config: Config, config_path: Path) -> list[Colle
             if fingerprint is not None or stale:
                 unembedded = distinct_chunks - vectors
         skips = Counter(skip_code(r) for r in standing_skips(conn, c, config.max_file_bytes).values())
+        state = VectorState(chunk_count, vectors, quick)
         infos.append(
             CollectionInfo(
                 c,
@@ -68,6 +71,8 @@ def collection_infos(conn: Any, config: Config, config_path: Path) -> list[Colle
                 stale,
                 unembedded,
                 quick,
+                vector_state=state.name,
+                vector_state_note=state.describe(c.name, QUICK_TOKENS),
                 skipped=sum(skips.values()),
                 skipped_reasons=dict(sorted(skips.items())),
             )

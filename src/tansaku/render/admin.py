@@ -150,6 +150,8 @@ def _embed(report: EmbedReport) -> list[str]:
             line += f"; {c.quick} quick vectors first"
         lines.append(line)
         lines += [f"  failed {clean(f)}" for f in c.failed]
+        if c.state_note:
+            lines.append(f"  now {clean(c.state_note)}")
     seconds = report.took_ms / 1000
     quick = sum(c.quick for c in report.collections)
     if quick and not any(c.embedded or c.reused for c in report.collections):
@@ -220,6 +222,9 @@ def _status(s: StatusReport) -> list[str]:
             for i in s.collections
         ]
         lines += ["collections:", *("  " + row for row in table(rows, right=frozenset({2, 3, 4, 5})))]
+        notes = [i for i in s.collections if i.chunks and i.vector_state_note]
+        if notes:
+            lines += ["vectors:", *(f"  {i.collection.name}: {clean(i.vector_state_note)}" for i in notes)]
     else:
         lines.append("collections: (none)")
     if s.contexts:

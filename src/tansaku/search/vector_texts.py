@@ -196,8 +196,8 @@ def vector_warnings(
         notices.append(
             Notice(
                 "QUICK_VECTORS",
-                f"{partial} chunks are searched by their quick vector only (title, headings and first"
-                " tokens) until `tansaku embed` computes their full ones",
+                f"{partial} chunks are searched by their quick vector only (title, headings and the"
+                " first words of each paragraph) until `tansaku embed` computes their full ones",
             )
         )
     pending = [

@@ -170,8 +170,9 @@ def clear(conn: Any, fingerprint: str, hashes: Sequence[str]) -> None:
         )
 
 
-# The window number of a chunk's quick vector: its title, headings and first tokens, embedded
-# before its full windows (0, 1, ...) so that a large collection is searchable within minutes.
+# The window number of a chunk's quick vector: its title, headings and the first words of each
+# paragraph, embedded before its full windows (0, 1, ...) so that a large collection is searchable
+# within minutes.
 # A chunk keeps it only until its full windows are linked.
 QUICK_WINDOW = -1
 

@@ -220,8 +220,9 @@ def clear(conn: Any, fingerprint: str, hashes: Sequence[str]) -> None:
         )
 
 
-# The window number of a chunk's quick vector (its title, headings and first tokens, embedded before
-# its full windows 0, 1, ...): store/vectors.py's QUICK_WINDOW, which `embed`'s quick pass uses.
+# The window number of a chunk's quick vector (its title, headings and the first words of each
+# paragraph, embedded before its full windows 0, 1, ...): store/vectors.py's QUICK_WINDOW, which
+# `embed`'s quick pass uses.
 QUICK_WINDOW = -1
 
 
