@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from .windows import Window, first_window
+from .windows import Window, first_window, longest_prefix
 
 # The first paragraph keeps this share of the room (the chunk's head often names its topic); the
 # others share the rest, each given at least MIN_PIECE tokens, in order, until the room is spent.
@@ -35,13 +35,14 @@ def quick_window(
 ) -> Window:
     """A window of at most ``limit`` rendered tokens made of the first tokens of each paragraph
     of the chunk (its lines), spanning the whole chunk. A chunk that fits whole is itself."""
-    whole = first_window(lines, first_line, render, count, limit)
+    span = (first_line, first_line + max(len(lines), 1) - 1)
+    joined = "\n".join(lines)
+    if count(render(joined)) <= limit:
+        return Window(joined, *span)
     paragraphs = _paragraphs(lines)
-    if len(paragraphs) < 2 or whole.text == "\n".join(lines):
-        return whole
     room = limit - count(render(""))
-    if room < 2 * MIN_PIECE:
-        return whole
+    if len(paragraphs) < 2 or room < 2 * MIN_PIECE:
+        return first_window(lines, first_line, render, count, limit)
     head_room = max(MIN_PIECE, int(room * HEAD_SHARE))
     head = _cut(paragraphs[0], head_room, count)
     pieces = [head]
@@ -58,8 +59,8 @@ def quick_window(
         pieces.pop()  # tokens at the joins can add one or two
     text = "\n".join(pieces)
     if count(render(text)) > limit:
-        return whole
-    return Window(text, first_line, first_line + max(len(lines), 1) - 1)
+        return first_window(lines, first_line, render, count, limit)
+    return Window(text, *span)
 
 
 def _paragraphs(lines: Sequence[str]) -> list[str]:
@@ -95,13 +96,7 @@ def _cut(text: str, tokens: int, count: Callable[[str], int]) -> str:
     text has spaces (a run without them, CJK text, is cut between characters)."""
     if count(text) <= tokens:
         return text
-    low, high = 0, len(text)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if count(text[:middle]) <= tokens:
-            low = middle
-        else:
-            high = middle - 1
+    low = longest_prefix(text, lambda prefix: count(prefix) <= tokens)
     cut = text[:low]
     space = cut.rfind(" ")
     return cut[:space] if space > len(cut) * 0.6 else cut

@@ -92,15 +92,8 @@ def first_window(
         if count(render("\n".join([*taken, line]))) <= limit:
             taken.append(line)
             continue
-        head = "\n".join(taken)
-        low, high = 0, len(line)  # the longest prefix of this line that still fits, by bisection
-        while low < high:
-            middle = (low + high + 1) // 2
-            candidate = f"{head}\n{line[:middle]}" if taken else line[:middle]
-            if count(render(candidate)) <= limit:
-                low = middle
-            else:
-                high = middle - 1
+        lead = "\n".join(taken) + "\n" if taken else ""
+        low = longest_prefix(line, lambda prefix, lead=lead: count(render(lead + prefix)) <= limit)
         if low:
             cut = line[:low]
             if " " in cut and low < len(line):
@@ -110,6 +103,18 @@ def first_window(
     if not taken and lines:
         taken = [lines[0][:1]]
     return Window("\n".join(taken), first_line, first_line + max(len(taken), 1) - 1)
+
+
+def longest_prefix(text: str, fits: Callable[[str], bool]) -> int:
+    """The length of the longest start of ``text`` that ``fits`` accepts, by bisection (0: none)."""
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(text[:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def render_document(prompt: PromptFormat, title: str, heading_path: tuple[str, ...], piece: str) -> str:
