@@ -27,6 +27,14 @@ Every corpus is built from pinned registry packages, so that the judged query se
 - ``man-manuals``: the same conversion of the English man pages of long command-line references
   not in ``man-pages``: ``tmux``, ``screen``, ``curl``, ``wget``, ``gpg``, ``strace``, ``make``,
   ``gawk`` and ``systemd`` (``man1/tmux.1.txt``, ``man5/systemd.exec.5.txt``).
+- ``html-manuals``: four Debian HTML manuals as their site generators wrote them, navigation,
+  headers, footers, redirect stubs, indexes and translations included, one folder per package:
+  ``sphinx-doc/`` (Sphinx's own manual, Sphinx), ``debian-reference-en/`` (the Debian Reference,
+  DocBook XSL, one long page per chapter), ``zsh-doc/`` (the zsh manual and FAQ, texi2any, one
+  page per chapter plus a redirect page per node) and ``apache2-doc/`` (the Apache HTTP Server
+  manual, Apache's XSLT, English and its translations: ``apache2-doc/en/mod/mod_rewrite.html``,
+  ``apache2-doc/fr/mod/mod_rewrite.html``). Every regular ``*.html`` file of each tree is copied
+  unchanged (symlinks, stylesheets, scripts and images left out).
 - ``man-pages-zh``: the Simplified Chinese man pages of Debian's ``manpages-zh``
   (``usr/share/man/zh_CN/manN/``), with the same paths (``man1/ls.1.txt``); read as UTF-8
   (``groff -Kutf8``), left-aligned, and with the source's line breaks inside Chinese text joined
@@ -453,6 +461,35 @@ def build_man_pages(
         raise CorpusError(f"{spec.name} came out with only {count} pages; the packages' layout changed?")
 
 
+# html-manuals: package -> (folder in the corpus, the HTML tree inside the package, file glob)
+HTML_MANUAL_TREES: dict[str, tuple[str, str, str]] = {
+    "sphinx-doc": ("sphinx-doc", "usr/share/doc/sphinx-doc/html", "*.html"),
+    "debian-reference-en": ("debian-reference-en", "usr/share/debian-reference", "*.en.html"),
+    "zsh-doc": ("zsh-doc", "usr/share/doc/zsh-common/html", "*.html"),
+    "apache2-doc": ("apache2-doc", "usr/share/doc/apache2-doc/manual", "*.html"),
+}
+
+
+def build_html_manuals(spec: CorpusSpec, ctx: BuildContext) -> None:
+    """The HTML pages of each pinned manual, unchanged, under ``<package>/<path in its tree>``."""
+    for pin in spec.pins:
+        folder, tree, pattern = HTML_MANUAL_TREES[pin.name]
+        deb = apt_download(pin, ctx.work, ctx)
+        root = deb_extract(deb, ctx.work / f"x-{pin.name}") / tree
+        if not root.is_dir():
+            raise CorpusError(f"{deb.name} has no {tree}/")
+        copied = 0
+        for src in sorted(root.rglob(pattern)):
+            if src.is_symlink() or not src.is_file():
+                continue
+            target = ctx.out / folder / src.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, target)
+            copied += 1
+        if copied < 10:
+            raise CorpusError(f"{pin.name} gave only {copied} HTML pages under {tree}/; its layout changed?")
+
+
 def build_man_manuals(spec: CorpusSpec, ctx: BuildContext) -> None:
     build_man_pages(spec, ctx, min_pages=150)
 
@@ -606,6 +643,17 @@ CORPORA: dict[str, CorpusSpec] = {
                 Package("debian", "systemd", "252.39-1~deb12u2"),
             ),
             build_man_manuals,
+        ),
+        CorpusSpec(
+            "html-manuals",
+            "Four Debian HTML manuals as shipped (Sphinx, DocBook, texi2any, Apache XSLT with translations)",
+            (
+                Package("debian", "sphinx-doc", "5.3.0-4"),
+                Package("debian", "debian-reference-en", "2.100"),
+                Package("debian", "zsh-doc", "5.9-4"),
+                Package("debian", "apache2-doc", "2.4.71-1~deb12u1"),
+            ),
+            build_html_manuals,
         ),
         CorpusSpec(
             "man-pages-zh",
