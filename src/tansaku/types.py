@@ -263,7 +263,8 @@ class MultiGetResult:
 @_deferred(frozen=True)
 class SkippedFile:
     path: str
-    # binary | invalid-utf8 | too-large | unreadable | symlink-outside-root | symlink-loop | not-a-file
+    # binary | invalid-utf8 | too-large | unreadable | symlink-outside-root | symlink-loop
+    # | symlink-duplicate | not-a-file
     reason: str
 
 
