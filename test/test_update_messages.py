@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from .models_fixture import requires_llama, requires_minilm
+
 pytestmark = pytest.mark.both_backends
 
 CODE = "\n".join(f"value_{i} = compute({i}, 'a line of code long enough to count')" for i in range(200))
@@ -111,3 +113,14 @@ def test_dry_run_says_would_in_every_format(cli, docs: Path):
     assert "  would add 0, update 0, move 0, leave 4 unchanged, remove 1, skip 2" in out.splitlines()
     summary = ok(cli("update", "--dry-run", "--json")).json()["collections"][0]["summary"]
     assert summary == "would add 0, update 0, move 0, leave 4 unchanged, remove 1, skip 2"
+
+
+@requires_llama
+@requires_minilm
+def test_copies_are_embedded_once_and_status_calls_them_all_embedded(cli, docs: Path, model):
+    # Counted once per copy, the chunks outnumbered the vectors for good: "partial" forever.
+    ok(cli("collection", "add", docs, "--name", "docs"))
+    embedded = ok(cli("embed", "--json")).json()["collections"][0]
+    info = info_of(cli, "docs")
+    assert embedded["pending"] == info["chunks"] == info["vectors"]
+    assert info["unembedded"] == 0 and info["vector_state"] == "full"
