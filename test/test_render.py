@@ -102,12 +102,20 @@ WORK_INFO = CollectionInfo(Collection("仕事", "/srv/work", include=False), 3, 
 NOTES_UPDATE = CollectionUpdate(
     "notes", ["new.md"], ["a.md"], [("old.md", "new/old.md")], [], 10, ["latin1.md"],
     [SkippedFile("img.png", "binary")], HookRun("git pull", 0, "Already up to date.\n", ""),
+    chunked=2, new_chunks=9, chunks=140, split_blocks=3, chunk_warnings=[
+        "3 fenced code blocks longer than max_tokens were split at line boundaries, in 2 files"
+        " (`tansaku chunks notes/PATH` shows where)",
+        "code.xyz: no tree-sitter grammar for .xyz; used regex",
+    ],
 )  # fmt: skip
 WORK_UPDATE = CollectionUpdate("work", failed="hook exited with 1", hook=HookRun("make", 1, "", "boom\n"))
 UPDATE = UpdateReport(
     False, [NOTES_UPDATE, WORK_UPDATE], 12.5, [Notice("SLOW", "update took longer than usual")]
 )
-DRY_NOTES = CollectionUpdate("notes", ["n.md"], removed=["gone.md"], unchanged=3, hook_pending="git pull")
+DRY_NOTES = CollectionUpdate(
+    "notes", ["n.md"], removed=["gone.md"], unchanged=3, hook_pending="git pull", repaired=["latin1.md"],
+    skipped=[SkippedFile("handbook/", "symlink-duplicate"), SkippedFile("a/up/", "symlink-loop")],
+)  # fmt: skip
 DRY = UpdateReport(dry_run=True, collections=[DRY_NOTES])
 STATUS = StatusReport(
     "/home/me/.cache/tansaku/index.sqlite", True, 5_000_000, 1, 2, "/home/me/.config/tansaku/config.toml",

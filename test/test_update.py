@@ -286,6 +286,7 @@ def test_symlink_loop_and_outside_link_are_skipped(cli: Cli, indexed: Path, tmp_
     (indexed / "loop.md").symlink_to("loop.md")
     (indexed / "guides" / "up").symlink_to("..")
     (indexed / "ext").symlink_to(outside)
+    (indexed / "handbook").symlink_to("guides")  # a sibling, walked already: not a loop
     write(indexed / "fine.md", "# Fine\nokapi\n")
 
     data = ok_json(cli("update", "--json"))
@@ -294,6 +295,7 @@ def test_symlink_loop_and_outside_link_are_skipped(cli: Cli, indexed: Path, tmp_
     assert skipped(report) == {
         "ext/": "symlink-outside-root",
         "guides/up/": "symlink-loop",
+        "handbook/": "symlink-duplicate",
         "loop.md": "symlink-loop",
     }
     assert report["added"] == ["fine.md"]

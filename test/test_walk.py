@@ -225,12 +225,29 @@ def test_symlink_to_itself_is_a_loop(tmp_path: Path) -> None:
     assert skipped(run(tmp_path)) == [("self.md", "symlink-loop")]
 
 
-def test_symlink_to_an_already_visited_directory_is_a_loop(tmp_path: Path) -> None:
+def test_symlink_to_an_already_walked_sibling_is_a_duplicate_not_a_loop(tmp_path: Path) -> None:
     make(tmp_path, "a/x.md")
     (tmp_path / "b").symlink_to("a")
     items = run(tmp_path)
     assert found(items) == ["a/x.md"]
-    assert skipped(items) == [("b/", "symlink-loop")]
+    assert skipped(items) == [("b/", "symlink-duplicate")]
+
+
+def test_symlink_into_a_sibling_folder_deeper_down_is_a_duplicate(tmp_path: Path) -> None:
+    make(tmp_path, "docs/guide/x.md", "site/index.md")
+    (tmp_path / "site" / "guide").symlink_to("../docs/guide")
+    items = run(tmp_path)
+    assert found(items) == ["docs/guide/x.md", "site/index.md"]
+    assert skipped(items) == [("site/guide/", "symlink-duplicate")]
+
+
+def test_symlink_to_the_folder_it_is_in_is_a_loop(tmp_path: Path) -> None:
+    make(tmp_path, "a/x.md")
+    (tmp_path / "a" / "here").symlink_to(".")
+    (tmp_path / "a" / "top").symlink_to(tmp_path)
+    items = run(tmp_path)
+    assert found(items) == ["a/x.md"]
+    assert skipped(items) == [("a/here/", "symlink-loop"), ("a/top/", "symlink-loop")]
 
 
 def test_symlinked_directory_inside_root_is_walked(tmp_path: Path) -> None:

@@ -263,7 +263,8 @@ class MultiGetResult:
 @_deferred(frozen=True)
 class SkippedFile:
     path: str
-    # binary | invalid-utf8 | too-large | unreadable | symlink-outside-root | symlink-loop | not-a-file
+    # binary | invalid-utf8 | too-large | unreadable | symlink-outside-root | symlink-loop
+    # | symlink-duplicate | not-a-file
     reason: str
 
 
@@ -290,8 +291,14 @@ class CollectionUpdate:
     hook: HookRun | None = None
     hook_pending: str | None = None  # dry run: the hook that would run
     chunked: int = 0  # texts chunked in this run (unchanged texts keep their chunks)
-    chunks: int = 0  # chunks those texts produced
-    chunk_warnings: list[str] = field(default_factory=list)  # e.g. grammar missing, fell back to regex
+    new_chunks: int = 0  # the chunks those texts were cut into
+    # The collection's chunks once updated, counted as `status` and `collection show` count them
+    # (CollectionInfo.chunks: a text two files hold is counted once); 0 in a dry run.
+    chunks: int = 0
+    # One line for the blocks longer than max_tokens split at line boundaries (split_blocks of
+    # them), then per-file notes ("path: note"), e.g. grammar missing, fell back to regex.
+    chunk_warnings: list[str] = field(default_factory=list)
+    split_blocks: int = 0
     chunk_ms: float = 0.0  # time spent chunking and storing chunks
     failed: str | None = None  # why this collection was not updated
     # transcript collections
@@ -320,8 +327,8 @@ class CollectionInfo:
     last_update: str | None  # ISO 8601 UTC
     bytes: int = 0
     chunked: int = 0  # documents whose text has chunks for the collection's current parameters
-    chunks: int = 0
-    chunk_fallbacks: int = 0  # documents chunked with a warning (e.g. no grammar: regex was used)
+    chunks: int = 0  # the chunks of those texts, each distinct text once (what embed embeds)
+    chunk_fallbacks: int = 0  # documents chunked with regex instead (e.g. no grammar for the language)
     vectors: int = 0  # chunks with a vector from the configured embedding model
     stale_vectors: int = 0  # chunks whose only vectors come from another model
     unembedded: int = 0  # chunks without a vector from the configured model (once embedding began)

@@ -47,6 +47,7 @@ __all__ = [
     "available_grammars",
     "chunk_text",
     "headings",
+    "long_block_kind",
 ]
 
 _DEFAULT_PARAMS = ChunkParams()
@@ -71,6 +72,7 @@ def chunk_text(
     rst = not code and _is_rst(text, path)
     plan: Plan | None = None
     if params.strategy == "auto" and code:
+        # A fallback's note ends with "; used regex": the stores count fallbacks by it.
         language = language_for(path)
         if language is None:
             warnings.append(f"no tree-sitter grammar for {extension(path)}; used regex")
@@ -122,12 +124,24 @@ def chunk_text(
         i = bisect_right(bounds, block.start)
         if i < len(bounds) and bounds[i] < block.end:
             warnings.append(
-                f"{block.what} is longer than max_tokens ({ruler.tokens(block.start, block.end)} "
+                f"{block.what}{_LONG_BLOCK} ({ruler.tokens(block.start, block.end)} "
                 "estimated tokens); split at line boundaries"
             )
     headings = section_paths(plan.sections, [sp.start for sp in spans], plan.titler)
     chunks = _assemble(text, spans, headings, cutter.hard_lines)
     return ChunkingResult(chunks, strategy, tuple(warnings))
+
+
+_LONG_BLOCK = " is longer than max_tokens"
+
+
+def long_block_kind(warning: str) -> str | None:
+    """``"fenced code block"`` for the note of a block too long to keep whole (split at line
+    boundaries), None for any other note (a fallback to regex, syntax errors)."""
+    if _LONG_BLOCK not in warning:
+        return None
+    what = warning.split(_LONG_BLOCK, 1)[0]
+    return what.split(" (lines", 1)[0]
 
 
 def headings(text: str, path: str) -> list[Heading]:

@@ -7,10 +7,11 @@ costs nothing and a parameter change (strategy, chunker version) re-chunks exact
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..chunking import ChunkParams, chunk_text
+from ..chunking import ChunkParams, chunk_text, long_block_kind
 from ..store.backend import chunks as chunk_store
 from ..store.backend import documents as store
 from ..types import Collection
@@ -21,9 +22,19 @@ from .progress import Progress
 class ChunkingSummary:
     documents: int = 0  # texts chunked in this run
     chunks: int = 0
-    warnings: list[str] = field(default_factory=list)  # "path: warning"
+    warnings: list[str] = field(default_factory=list)  # "path: warning", but not the split blocks
+    # Blocks longer than max_tokens split at line boundaries, by kind ("fenced code block": 3),
+    # and the paths they are in: a documentation folder has many, so they are summed up.
+    split_blocks: Counter[str] = field(default_factory=Counter)
+    split_paths: list[str] = field(default_factory=list)
     seconds: float = 0.0  # time spent chunking and storing chunks
     writer: chunk_store.ChunkWriter | None = None
+
+    def notes(self, collection: str) -> list[str]:
+        """The notes for the update report: one line for all the split blocks, then the rest."""
+        if not self.split_blocks:
+            return list(self.warnings)
+        return [split_blocks_note(self.split_blocks, self.split_paths, collection), *self.warnings]
 
     def flush(self) -> None:
         if self.writer is not None:
@@ -82,7 +93,11 @@ def chunk_one(
     )
     summary.documents += 1
     summary.chunks += len(result.chunks)
-    summary.warnings.extend(f"{path}: {w}" for w in result.warnings)
+    split = [kind for kind in map(long_block_kind, result.warnings) if kind is not None]
+    if split:
+        summary.split_blocks.update(split)
+        summary.split_paths.append(path)
+    summary.warnings.extend(f"{path}: {w}" for w in result.warnings if long_block_kind(w) is None)
     summary.seconds += time.perf_counter() - started
 
 
@@ -103,3 +118,23 @@ def chunk_collection(
         chunk_one(conn, content_hash, path, store.body(conn, content_hash), params, summary)
     summary.flush()
     return summary
+
+
+def split_blocks_note(kinds: Counter[str], paths: list[str], collection: str) -> str:
+    """``3 fenced code blocks longer than max_tokens were split at line boundaries, in 3 files
+    (`tansaku chunks docs/PATH` shows where)``: one line however many there are."""
+    total = sum(kinds.values())
+    parts = [_blocks(kind, n) for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))]
+    what = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    where = (
+        f"in {paths[0]} (`tansaku chunks {collection}/{paths[0]}` shows where)"
+        if len(paths) == 1
+        else f"in {len(paths)} files (`tansaku chunks {collection}/PATH` shows where)"
+    )
+    verb = "was" if total == 1 else "were"
+    return f"{what} longer than max_tokens {verb} split at line boundaries, {where}"
+
+
+def _blocks(kind: str, n: int) -> str:
+    noun = "front matter block" if kind == "front matter" else kind
+    return f"{n} {noun}" + ("" if n == 1 else "s")

@@ -18,6 +18,7 @@ from ..config.selection import no_collections_notice
 from ..config.settings import Config
 from ..sources.walk import FoundFile, walk_collection
 from ..store.backend import Backend
+from ..store.backend import chunks as chunk_store
 from ..store.backend import documents as store
 from ..store.backend import vectors as vector_store
 from ..store.migrations import migrate
@@ -115,13 +116,15 @@ def _one(
                 chunk_collection(conn, collection, params_for(collection), callback, chunking)
                 # Re-chunked or removed texts leave vectors behind: unlink them (embed reuses or drops them).
                 vector_store.prune_if_present(conn, keep_unlinked=True)
+                total = _chunk_total(conn, collection)
         except backend.database_error as exc:
             raise backend.translate(exc) from exc
     result = indexing.report(collection.name, work)
     result.hook = hook
     if not dry_run:
-        result.chunked, result.chunks = chunking.documents, chunking.chunks
-        result.chunk_warnings = chunking.warnings
+        result.chunked, result.new_chunks, result.chunks = chunking.documents, chunking.chunks, total
+        result.chunk_warnings = chunking.notes(collection.name)
+        result.split_blocks = chunking.split_blocks.total()
         result.chunk_ms = chunking.seconds * 1000
     if dry_run and run_hooks and collection.update:
         result.hook_pending = collection.update
@@ -141,9 +144,15 @@ def _transcripts(
             work = transcripts.plan(conn, collection, callback)
             result = transcripts.apply(conn, collection, work, callback)
             vector_store.prune_if_present(conn, keep_unlinked=True)
+            result.chunks = _chunk_total(conn, collection)
     except backend.database_error as exc:
         raise backend.translate(exc) from exc
     return result
+
+
+def _chunk_total(conn: Any, collection: Collection) -> int:
+    """The collection's chunks as `status` and `collection show` count them."""
+    return chunk_store.collection_chunk_counts(conn, collection.name, params_for(collection).fingerprint())[1]
 
 
 @contextlib.contextmanager

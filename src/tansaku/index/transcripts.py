@@ -199,7 +199,7 @@ def apply(
         redactions=dict(sorted(totals.redactions.items())),
         turns=totals.turns,
         chunked=len(added) + len(rewritten) + len(appended),
-        chunks=totals.chunks,
+        new_chunks=totals.chunks,
         warnings=totals.warnings,
     )
 

@@ -49,7 +49,7 @@ def document_chunks(
         warnings.append(
             Notice("CHUNKS_NOT_STORED", f"computed now, not stored: run `tansaku update -c {doc.collection}`")
         )
-    warnings += [Notice("CHUNKER_FALLBACK", note) for note in notes]
+    warnings += [Notice(_note_code(note), note) for note in notes]
     return DocumentChunks(
         docid=doc.hash[:6],
         collection=doc.collection,
@@ -74,3 +74,13 @@ def document_chunks(
         ),
         warnings=tuple(warnings),
     )
+
+
+def _note_code(note: str) -> str:
+    """BLOCK_SPLIT for a block too long to keep whole, CHUNKER_FALLBACK for regex used instead
+    of a grammar, CHUNKER_NOTE for the rest (syntax errors in a code file)."""
+    from ..chunking import long_block_kind
+
+    if long_block_kind(note) is not None:
+        return "BLOCK_SPLIT"
+    return "CHUNKER_FALLBACK" if note.endswith("; used regex") else "CHUNKER_NOTE"

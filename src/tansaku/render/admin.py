@@ -99,30 +99,52 @@ def _update_one(c: CollectionUpdate, dry_run: bool) -> list[str]:
         lines += [f"  would update: {clean(p)}" for p in c.updated]
         lines += [f"  would move: {clean(a)} -> {clean(b)}" for a, b in c.moved]
         lines += [f"  would remove: {clean(p)}" for p in c.removed]
-    if dry_run:
         lines += [f"  would read on: {clean(p)}" for p in c.appended]
     if not c.failed:
-        counts = (
-            f"added {len(c.added)}, updated {len(c.updated)}, moved {len(c.moved)}, "
-            f"unchanged {c.unchanged}, removed {len(c.removed)}, skipped {len(c.skipped)}"
-        )
-        if c.appended:
-            counts += f", appended {len(c.appended)}"
-        lines.append(f"  {counts}")
+        lines.append(f"  {update_counts(c, dry_run)}")
     if c.turns:
         lines.append(f"  indexed {c.turns} turns")
     if c.redactions:
         kinds = ", ".join(f"{kind} {n}" for kind, n in c.redactions.items())
         lines.append(f"  redacted {sum(c.redactions.values())} secrets ({kinds})")
-    if c.chunked:
-        lines.append(f"  chunked {c.chunked} texts into {c.chunks} chunks")
+    if not dry_run and not c.failed and (c.chunked or (c.chunks and _changed(c))):
+        lines.append(f"  {chunk_counts(c)}")
     lines += [f"  chunking: {clean(w)}" for w in c.chunk_warnings]
     if not dry_run:
         lines += [f"  moved: {clean(a)} -> {clean(b)}" for a, b in c.moved]
-    lines += [f"  repaired (invalid UTF-8 replaced with U+FFFD): {clean(p)}" for p in c.repaired]
-    lines += [f"  skipped {clean(s.path)}: {s.reason}" for s in c.skipped]
+    repaired = "would repair" if dry_run else "repaired"
+    lines += [f"  {repaired} (invalid UTF-8 replaced with U+FFFD): {clean(p)}" for p in c.repaired]
+    skipped = "would skip" if dry_run else "skipped"
+    lines += [f"  {skipped} {clean(s.path)}: {s.reason}" for s in c.skipped]
     lines += ["  " + line for line in warning_lines(c.warnings)]
     return lines
+
+
+def update_counts(c: CollectionUpdate, dry_run: bool) -> str:
+    """``added 3, updated 1, ...``; in a dry run ``would add 3, update 1, ...``: nothing was done."""
+    if dry_run:
+        counts = (
+            f"would add {len(c.added)}, update {len(c.updated)}, move {len(c.moved)}, "
+            f"leave {c.unchanged} unchanged, remove {len(c.removed)}, skip {len(c.skipped)}"
+        )
+        return counts + (f", read on {len(c.appended)}" if c.appended else "")
+    counts = (
+        f"added {len(c.added)}, updated {len(c.updated)}, moved {len(c.moved)}, "
+        f"unchanged {c.unchanged}, removed {len(c.removed)}, skipped {len(c.skipped)}"
+    )
+    return counts + (f", appended {len(c.appended)}" if c.appended else "")
+
+
+def chunk_counts(c: CollectionUpdate) -> str:
+    """The collection's chunks, the number `status` and `collection show` give, and what is new."""
+    if not c.chunked:
+        return f"chunks: {c.chunks} (none new)"
+    texts = "1 text" if c.chunked == 1 else f"{c.chunked} texts"
+    return f"chunks: {c.chunks} ({c.new_chunks} new, from the {texts} chunked in this run)"
+
+
+def _changed(c: CollectionUpdate) -> bool:
+    return bool(c.added or c.updated or c.moved or c.removed or c.appended)
 
 
 def _update(report: UpdateReport) -> list[str]:

@@ -32,8 +32,7 @@ def to_data(obj: Any) -> Any:
             data["fields"] = fields_object(obj.fields)
         return data
     if isinstance(obj, UpdateReport):
-        # `ok` is a property, not a field, but it is what a script checks first.
-        return {**_fields(obj), "ok": obj.ok}
+        return _update(obj)
     if is_dataclass(obj) and not isinstance(obj, type):
         return _fields(obj)
     if isinstance(obj, dict):
@@ -45,6 +44,17 @@ def to_data(obj: Any) -> Any:
     if isinstance(obj, float):
         return round_float(obj)
     return obj
+
+
+def _update(report: UpdateReport) -> dict[str, Any]:
+    from tansaku.render.admin import update_counts
+
+    data = _fields(report)
+    # The counts in words, as the cli line says them: "would add 3, ..." in a dry run.
+    for c, out in zip(report.collections, data["collections"], strict=True):
+        out["summary"] = None if c.failed else update_counts(c, report.dry_run)
+    # `ok` is a property, not a field, but it is what a script checks first.
+    return {**data, "ok": report.ok}
 
 
 def _fields(obj: Any) -> dict[str, Any]:

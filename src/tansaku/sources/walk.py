@@ -2,7 +2,8 @@
 
 The walk never opens a file. It yields a :class:`FoundFile` for every regular file whose path
 matches the masks, and a :class:`~tansaku.types.SkippedFile` for what the user asked for (by
-the masks) but cannot have: symlinks leaving the root or looping, unreadable entries, things
+the masks) but cannot have: symlinks leaving the root, looping (to a folder above them) or
+duplicating (to a folder already walked), unreadable entries, things
 that are not regular files. What is not the user's documents at all (hidden entries, ``.git``,
 ``node_modules``, ignored paths) is left out silently.
 
@@ -112,8 +113,13 @@ def _walk(
                 problem = None
                 if not _is_within(real, real_root):
                     problem = "symlink-outside-root"
-                elif real in visited:
+                elif _is_within(real_dir, real):
+                    # It leads back to the folder it is in, or to one above: walking it never ends.
                     problem = "symlink-loop"
+                elif real in visited:
+                    # A folder already walked under its own name (or another link's): its files
+                    # are in the collection once already.
+                    problem = "symlink-duplicate"
                 if problem is not None:
                     if masks.may_match_below(rel) or masks.matches(rel):
                         yield SkippedFile(rel + "/", problem)

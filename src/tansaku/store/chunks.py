@@ -142,11 +142,27 @@ def prune_chunks(conn: Any) -> None:
 
 
 def collection_chunk_counts(conn: Any, collection: str, params: str) -> tuple[int, int, int]:
-    """(documents chunked with these parameters, their chunks, documents chunked with a warning)."""
-    row = conn.execute(
-        "SELECT count(*), coalesce(sum(r.chunk_count), 0), coalesce(sum(r.warnings != '[]'), 0)"
+    """(documents chunked with these parameters, the chunks of their texts, documents whose
+    chunker fell back to regex).
+
+    A text held by several documents (copies of a file) is chunked, embedded and counted once:
+    the chunks are those of the distinct texts, the number the vector counts are measured against.
+    A fallback is told by the chunker's "...; used regex" note, not by any note (a long block
+    split at line breaks is a note, not a fallback).
+    """
+    docs, fallbacks = conn.execute(
+        "SELECT count(*), coalesce(sum(r.warnings LIKE ?), 0)"
         " FROM documents AS d JOIN chunk_runs AS r ON r.hash = d.hash AND r.params = ?"
         " WHERE d.collection = ?",
-        (params, collection),
+        (FALLBACK_LIKE, params, collection),
     ).fetchone()
-    return int(row[0]), int(row[1]), int(row[2])
+    chunks = conn.execute(
+        "SELECT coalesce(sum(chunk_count), 0) FROM chunk_runs WHERE params = ?"
+        " AND hash IN (SELECT hash FROM documents WHERE collection = ?)",
+        (params, collection),
+    ).fetchone()[0]
+    return int(docs), int(chunks), int(fallbacks)
+
+
+# What chunking/__init__.py's fallback notes end with, as a LIKE pattern over the stored JSON list.
+FALLBACK_LIKE = '%; used regex"%'

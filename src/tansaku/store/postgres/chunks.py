@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..chunks import ChunkRun, StoredChunk
+from ..chunks import FALLBACK_LIKE, ChunkRun, StoredChunk
 from .db import deferred
 
 
@@ -125,10 +125,16 @@ def _prune_chunks(conn: Any) -> None:
 
 
 def collection_chunk_counts(conn: Any, collection: str, params: str) -> tuple[int, int, int]:
-    row = conn.execute(
-        "SELECT count(*), coalesce(sum(r.chunk_count), 0), count(*) FILTER (WHERE r.warnings <> '[]')"
+    """As the SQLite store's: chunks of the distinct texts, fallbacks by their "used regex" note."""
+    docs, fallbacks = conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE r.warnings LIKE %s)"
         " FROM documents AS d JOIN chunk_runs AS r ON r.hash = d.hash AND r.params = %s"
         " WHERE d.collection = %s",
-        (params, collection),
+        (FALLBACK_LIKE, params, collection),
     ).fetchone()
-    return int(row[0]), int(row[1]), int(row[2])
+    chunks = conn.execute(
+        "SELECT coalesce(sum(chunk_count), 0) FROM chunk_runs WHERE params = %s"
+        " AND hash IN (SELECT hash FROM documents WHERE collection = %s)",
+        (params, collection),
+    ).fetchone()[0]
+    return int(docs), int(chunks), int(fallbacks)
