@@ -155,3 +155,83 @@ def test_the_json_endpoints_and_mcp_tools_take_all_copies(copies: Path) -> None:
     for tool in TOOLS:
         if tool.name in ("search", "vsearch", "query"):
             assert "all_copies" in tool.input_schema["properties"], tool.name
+
+
+@pytest.fixture
+def translated(cli: Cli, tmp_path: Path) -> Path:
+    """A page in three languages by folder, one in two by file name, and a page in one language."""
+    root = tmp_path / "site"
+    pages = {
+        "docs/en/install.md": "# Install\n\nInstall tansaku with pipx: the tansaku install guide.\n",
+        "docs/fr/install.md": "# Installer\n\nInstaller tansaku avec pipx : guide tansaku.\n",
+        "docs/pt-br/install.md": "# Instalar\n\nInstale o tansaku com pipx: guia tansaku.\n",
+        "docs/en/other.md": "# Other\n\nAnother tansaku page.\n",
+        "guide.en.md": "# Guide\n\nThe tansaku guide in English.\n",
+        "guide.ja.md": "# ガイド\n\ntansaku のガイド。\n",
+        "intro.md": "# Intro\n\ntansaku intro without a language.\n",
+        "intro.de.md": "# Einführung\n\ntansaku Einführung.\n",
+    }
+    for rel, text in pages.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    ok(cli("collection", "add", root))
+    return root
+
+
+@pytest.mark.both_backends
+def test_translations_are_one_result_with_the_other_languages(cli: Cli, translated: Path) -> None:
+    data = ok(cli("search", "tansaku", "--all", "--json")).json()
+    by_page = {hit["virtual_path"]: hit.get("also_in") for hit in data["results"]}
+    install = [path for path in by_page if path.endswith("/install.md")]
+    guide = [path for path in by_page if "/guide." in path]
+    assert len(install) == 1 and sorted(by_page[install[0]]) == sorted(
+        {"en", "fr", "pt-br"} - {install[0].split("/")[-2]}
+    )
+    assert len(guide) == 1 and len(by_page[guide[0]]) == 1
+    # Without a language segment a page is not a translation of one with: both are shown.
+    assert {"tansaku://site/intro.md", "tansaku://site/intro.de.md"} <= set(by_page)
+    assert by_page["tansaku://site/docs/en/other.md"] is None
+    assert data["total"] == len(data["results"]) == 5
+    text = ok(cli("search", "tansaku", "--all")).stdout
+    assert "  also in: " in text
+    every = ok(cli("search", "tansaku", "--all", "--all-copies", "--json")).json()
+    assert len(every["results"]) == 8
+    assert all("also_in" not in hit for hit in every["results"])
+
+
+@pytest.mark.both_backends
+def test_the_limit_counts_a_translated_page_once(cli: Cli, translated: Path) -> None:
+    data = ok(cli("search", "tansaku", "-n", "4", "--json")).json()
+    assert len(data["results"]) == 4
+    pages = {
+        hit["virtual_path"].replace("/fr/", "/en/").replace("/pt-br/", "/en/") for hit in data["results"]
+    }
+    assert len(pages) == 4
+
+
+def test_language_segments() -> None:
+    from tansaku.search.languages import neutral
+
+    assert neutral("docs/en/intro.md") == ("docs/*/intro.md", "en")
+    assert neutral("docs/zh_CN/a/b.md") == ("docs/*/a/b.md", "zh-cn")
+    assert neutral("docs/pt-br/intro.md") == ("docs/*/intro.md", "pt-br")
+    assert neutral("index.ja.html") == ("index.*.html", "ja")
+    assert neutral("manual/mod_ssl.html.ko") == ("manual/mod_ssl.html.*", "ko")
+    for plain in ("intro.md", "notes.fr", "hr/policy.md", "de-docs/x.md", "kids/en.md"):
+        assert neutral(plain) is None, plain
+
+
+@pytest.mark.both_backends
+def test_a_fused_list_merges_copies_and_translations_the_lists_kept_apart(cli: Cli, translated: Path) -> None:
+    """`query` fuses lists collapsed on their own; what two lists kept apart is merged again."""
+    from tansaku.api import Tansaku
+    from tansaku.search.copies import merged_copies
+
+    api = Tansaku()
+    every = api.search("tansaku", limit=None, all_copies=True).hits
+    with api._reader() as conn:
+        merged = merged_copies(conn, every)
+    once = api.search("tansaku", limit=None).hits
+    assert [(h.virtual_path, set(h.also_in)) for h in merged] == [
+        (h.virtual_path, set(h.also_in)) for h in once
+    ]

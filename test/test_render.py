@@ -94,7 +94,8 @@ MULTI = MultiGetResult(
     warnings=(Notice("PARTIAL", "1 document skipped"),),
 )
 EMPTY_MULTI = MultiGetResult(pattern="none/*", documents=(), skipped=(), max_bytes=10240, max_lines=None)
-# A text found at three paths, shown once (search/copies.py), and `get #docid` of it.
+# A text found at three paths, shown once (search/copies.py), a page in three languages, and
+# `get #docid` of the first.
 COPIES = SearchResult(
     query="alpha",
     mode="keyword",
@@ -106,7 +107,7 @@ COPIES = SearchResult(
             ("# Alpha", "alpha text"),
             also_at=("tansaku://notes/link-to-alpha.md", "tansaku://work/alpha.md"),
         ),
-        hit("def456", "Beta", "beta.md", ("beta text",), score=0.5),
+        hit("def456", "Beta", "en/beta.md", ("beta text",), score=0.5, also_in=("fr", "pt-br")),
     ),
     total=2,
     limit=5,

@@ -93,6 +93,9 @@ class Hit:
     # The virtual paths of the other documents with the same text (exact copies), shown once
     # here (search/copies.py); empty with --all-copies or when there are none.
     also_at: tuple[str, ...] = ()
+    # The languages of the same page at paths that differ only by a language segment (docs/fr/,
+    # index.ja.html), shown once here (search/languages.py); empty with --all-copies.
+    also_in: tuple[str, ...] = ()
 
 
 @_deferred(frozen=True)

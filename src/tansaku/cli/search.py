@@ -60,8 +60,9 @@ def add_result_options(
     parser.add_argument(
         "--all-copies",
         action="store_true",
-        help="list every path of a text found at several (copies, symlinks, overlapping collections);"
-        " by default each text is shown once, its other paths as 'also at'",
+        help="list every path of a text found at several (copies, symlinks, overlapping collections)"
+        " and every language of a translated page (docs/fr/, page.ja.html); by default each is shown"
+        " once, with 'also at: PATHS' or 'also in: LANGUAGES'",
     )
     add_field_options(parser)
 

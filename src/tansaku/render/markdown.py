@@ -92,6 +92,8 @@ def _hit(hit: Hit, opts: RenderOptions) -> list[str]:
     blocks = [f"## {escape(hit.title) if hit.title else code_span(path)}", " · ".join(meta)]
     if hit.also_at:
         blocks.append("also at: " + ", ".join(code_span(p) for p in hit.also_at))
+    if hit.also_in:
+        blocks.append("also in: " + escape(", ".join(hit.also_in)))
     if hit.transcript is not None:
         from tansaku.render.transcripts import summary_lines
 

@@ -111,6 +111,8 @@ def _hit_lines(hit: Hit, opts: RenderOptions) -> list[str]:
         lines.append(INDENT + paint(clean(hit.title), "title", opts))
     if hit.also_at:
         lines.append(f"{INDENT}also at: {clean(', '.join(hit.also_at))}")
+    if hit.also_in:
+        lines.append(f"{INDENT}also in: {clean(', '.join(hit.also_in))}")
     if hit.transcript is not None:
         from tansaku.render.transcripts import summary_lines
 

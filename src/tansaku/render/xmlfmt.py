@@ -112,6 +112,7 @@ def _hit(hit: Hit) -> list[str]:
         prompt = values.pop("run_prompt")
         children.append(element("transcript", "" if prompt is None else str(prompt), **values))
     children += [element("also_at", p) for p in hit.also_at]
+    children += [element("also_in", language) for language in hit.also_in]
     children += [element("context", c) for c in hit.contexts]
     children += [_field(name, value) for name, value in hit.fields or ()]
     children.append(element("snippet", "\n".join(hit.snippet.lines), start_line=hit.snippet.start_line))

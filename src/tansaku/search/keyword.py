@@ -15,7 +15,7 @@ from ..store.backend import documents as store
 from ..store.fields import DocumentFilter
 from ..text.cjk import has_cjk
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
-from .copies import first_copies, with_other_paths
+from .copies import first_copies, with_languages, with_other_paths
 from .hits import hit_page, make_hit
 from .pages import page_starts
 from .query import (
@@ -221,12 +221,14 @@ def search(
     scored = [item for item in scored if item.score >= options.min_score]
     if not options.all_copies:
         # Every candidate's text (a read of at most the pools' ids), so the total counts texts.
-        kept, hidden = first_copies(conn, [item.doc_id for item in scored], None)
-        total = max(len(kept), total - hidden)
-        scored = [scored[i] for i in kept[: options.limit]]
+        distinct = first_copies(conn, [item.doc_id for item in scored], None)
+        total = max(len(distinct.kept), total - distinct.hidden)
+        scored = [scored[i] for i in distinct.kept[: options.limit]]
     elif options.limit is not None:
         scored = scored[: options.limit]
     hits = _hits(conn, scored, clauses, n_clauses, contexts, options, {c.name: c for c in collections})
+    if not options.all_copies:
+        hits = with_languages(hits, [item.doc_id for item in scored], distinct.languages)
     definers = tuple(hit.virtual_path for hit, item in zip(hits, scored, strict=True) if item.defines)
     return SearchResult(
         query=query,

@@ -58,7 +58,8 @@ _FIELD_FILTERS = {
     "all_copies": {
         "type": "boolean",
         "description": "list every path of a text found at several (copies, symlinks, overlapping"
-        " collections); by default each text is one result, its other paths in also_at",
+        " collections) and every language of a translated page; by default each is one result, its"
+        " other paths in also_at, its other languages in also_in",
     },
 }
 _TRANSCRIPTS = {
