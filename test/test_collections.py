@@ -142,6 +142,47 @@ def test_add_through_a_symlink_stores_the_real_folder(cli: Cli, sample: Path, tm
     assert info["documents"] == 13  # type: ignore[index]
 
 
+def overlap_warnings(data: Any) -> list[str]:
+    return [w["message"] for w in data["warnings"] if w["code"] == "COLLECTION_OVERLAP"]
+
+
+def test_add_of_a_folder_already_a_collection_warns_and_still_adds(cli: Cli, mixed: Path) -> None:
+    ok_json(cli("collection", "add", mixed, "--json"))
+    data = ok_json(cli("collection", "add", mixed, "--name", "again", "--json"))
+    [message] = overlap_warnings(data)
+    assert f"{mixed.resolve()} is already collection 'mixed'" in message
+    assert data["collections"][0]["name"] == "again"  # the add happened
+    names = [i["collection"]["name"] for i in ok_json(cli("collection", "list", "--json"))]  # type: ignore[union-attr]
+    assert names == ["again", "mixed"]
+
+
+def test_add_of_a_parent_or_child_folder_warns_naming_the_other(cli: Cli, mixed: Path) -> None:
+    ok_json(cli("collection", "add", mixed / "sub", "--json"))
+    parent = ok_json(cli("collection", "add", mixed, "--json"))
+    [message] = overlap_warnings(parent)
+    assert "contains collection 'sub'" in message
+    child = ok_json(cli("collection", "add", mixed / "drafts", "--json"))
+    [message] = overlap_warnings(child)
+    assert "is inside collection 'mixed'" in message
+
+
+def test_overlap_warning_sees_through_a_symlink_and_is_a_cli_line(
+    cli: Cli, mixed: Path, tmp_path: Path
+) -> None:
+    ok_json(cli("collection", "add", mixed, "--json"))
+    link = tmp_path / "elsewhere"
+    link.symlink_to(mixed / "sub")
+    result = cli("collection", "add", link, "--name", "linked")
+    assert result.exit_code == 0, result.stderr
+    assert "warning [COLLECTION_OVERLAP]:" in result.stdout
+    assert "is inside collection 'mixed'" in result.stdout
+
+
+def test_add_of_an_unrelated_folder_has_no_overlap_warning(cli: Cli, mixed: Path, sample: Path) -> None:
+    ok_json(cli("collection", "add", mixed, "--json"))
+    assert overlap_warnings(ok_json(cli("collection", "add", sample, "--json"))) == []
+
+
 @pytest.mark.sqlite_only("expects no config file (the PostgreSQL run has one naming the database)")
 def test_add_folder_name_that_is_not_a_valid_name_needs_name(
     cli: Cli, sample: Path, tmp_path: Path, config_path: Path

@@ -94,7 +94,32 @@ MULTI = MultiGetResult(
     warnings=(Notice("PARTIAL", "1 document skipped"),),
 )
 EMPTY_MULTI = MultiGetResult(pattern="none/*", documents=(), skipped=(), max_bytes=10240, max_lines=None)
+# A text found at three paths, shown once (search/copies.py), a page in three languages, and
+# `get #docid` of the first.
+COPIES = SearchResult(
+    query="alpha",
+    mode="keyword",
+    hits=(
+        hit(
+            "abc123",
+            "Alpha",
+            "alpha.md",
+            ("# Alpha", "alpha text"),
+            also_at=("tansaku://notes/link-to-alpha.md", "tansaku://work/alpha.md"),
+        ),
+        hit("def456", "Beta", "en/beta.md", ("beta text",), score=0.5, also_in=("fr", "pt-br")),
+    ),
+    total=2,
+    limit=5,
+    collections=("notes", "work"),
+)
+GET_COPIES = doc_slice(
+    "alpha.md",
+    ("# Alpha", "alpha text"),
+    also_at=("tansaku://notes/link-to-alpha.md", "tansaku://work/alpha.md"),
+)
 SEARCHY = dict(search=SEARCH, empty=EMPTY, all=ALL, get=SLICE, multi=MULTI, multi_empty=EMPTY_MULTI)
+SEARCHY |= dict(copies=COPIES, get_copies=GET_COPIES)
 
 NOTES = Collection("notes", "/home/me/notes", ("**/*.md", "**/*.txt"), ("drafts/**",), "git pull")
 INFO = CollectionInfo(NOTES, 42, "2024-05-01T12:34:56Z", 1_234_567)

@@ -181,13 +181,20 @@ def test_a_test_file_counts_less_than_the_code_it_quotes_in_memory_and_on_disk(
     assert cli("collection", "add", folder, "--name", "code", "--mask", "**/*.py").exit_code == 0
     assert cli("embed").exit_code == 0
     query = "show a progress bar while looping over items"
-    found = Tansaku().vsearch(query, limit=2, min_score=0.0)
+    # --all-copies: the two files hold one text, which is otherwise one result (search/copies.py).
+    found = Tansaku().vsearch(query, limit=2, min_score=0.0, all_copies=True)
     assert [hit.path for hit in found.hits] == ["widgets/progress.py", "tests/test_progress.py"]
     # The same text, the same cosine: the test file's is weighed down (search/file_kinds.py).
     assert found.hits[1].score == pytest.approx(found.hits[0].score * 0.8, abs=1e-4)
+    once = Tansaku().vsearch(query, limit=2, min_score=0.0)
+    assert [(hit.path, hit.also_at) for hit in once.hits] == [
+        ("widgets/progress.py", ("tansaku://code/tests/test_progress.py",))
+    ]
     monkeypatch.setenv(MEMORY_BUDGET_ENV, "0")
-    on_disk = Tansaku(keep_vectors=False).vsearch(query, limit=2, min_score=0.0)
+    on_disk = Tansaku(keep_vectors=False).vsearch(query, limit=2, min_score=0.0, all_copies=True)
     assert [hit.path for hit in on_disk.hits] == ["widgets/progress.py", "tests/test_progress.py"]
+    once = Tansaku(keep_vectors=False).vsearch(query, limit=2, min_score=0.0)
+    assert [hit.path for hit in once.hits] == ["widgets/progress.py"]
 
 
 def test_vsearch_says_when_the_embedder_read_only_the_start_of_a_long_query(cli, embedded: Path):

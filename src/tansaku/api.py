@@ -200,16 +200,23 @@ class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods):
         snippets: bool = True,
         where: Sequence[str] = (),
         fields: bool = False,
+        all_copies: bool = False,
     ) -> SearchResult:
         """``where``: ``--where`` conditions on front-matter fields, applied before the limit;
-        ``fields``: each hit carries its document's fields (fields/)."""
+        ``fields``: each hit carries its document's fields (fields/); ``all_copies``: every
+        document, not each text once with its copies' paths (search/copies.py)."""
         from .search.keyword import SearchOptions, search
 
         doc_filter = where_filter(where)
         config = self.config()
         chosen, warnings = searched_collections(config, collections)
         options = SearchOptions(
-            limit=limit, min_score=min_score, full=full, snippets=snippets, where=doc_filter
+            limit=limit,
+            min_score=min_score,
+            full=full,
+            snippets=snippets,
+            where=doc_filter,
+            all_copies=all_copies,
         )
         with self._reader() as conn:
             return fields_shown(conn, search(conn, query, chosen, config.contexts, options, warnings), fields)
@@ -258,10 +265,13 @@ class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods):
         verbose: bool = False,
         where: Sequence[str] = (),
         fields: bool = False,
+        all_copies: bool = False,
     ) -> SearchResult:
         from .search.vector_texts import with_unreadable_warning
 
-        found = self._vsearch(query, collections, limit, min_score, full, verbose, where=where)
+        found = self._vsearch(
+            query, collections, limit, min_score, full, verbose, where=where, all_copies=all_copies
+        )
         return self._fields_added(with_unreadable_warning(*found), fields)
 
     def _vsearch(
@@ -274,6 +284,7 @@ class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods):
         verbose: bool,
         snippets: bool = True,
         where: Sequence[str] = (),
+        all_copies: bool = False,
     ) -> tuple[SearchResult, float]:
         """The vector results, and the share of the query's tokens the embedder does not know."""
         if not query.strip():
@@ -281,8 +292,9 @@ class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods):
 
             raise EmptyQuery("the query is empty")
         found = self.vector_search_texts(
-            [query], collections, limit, min_score, full, snippets, verbose, where=where
-        )
+            [query], collections, limit, min_score, full, snippets, verbose,
+            where=where, all_copies=all_copies,
+        )  # fmt: skip
         return found.results[0], found.unreadable_shares[0]
 
     def vector_search_texts(
@@ -296,9 +308,10 @@ class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods):
         verbose: bool = False,
         levels: Any = None,
         where: Sequence[str] = (),
+        all_copies: bool = False,
     ) -> Any:
         """``levels``: a search.transcripts.TurnQuery, for `vsearch --level` (see vsearch_levels);
-        ``where``: ``--where`` conditions on front-matter fields."""
+        ``where``: ``--where`` conditions on front-matter fields; ``all_copies``: as search's."""
         from .search.vector_texts import VectorRequest, search_texts
 
         doc_filter = where_filter(where)
@@ -311,7 +324,7 @@ class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods):
             return search_texts(
                 conn,
                 texts,
-                VectorRequest(limit, min_score, full, snippets, verbose, levels, doc_filter),
+                VectorRequest(limit, min_score, full, snippets, verbose, levels, doc_filter, all_copies),
                 config_path=self.config_path,
                 config=config,
                 chosen=chosen,
@@ -337,9 +350,11 @@ class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods):
         levels: dict[str, Any] | None = None,
         where: Sequence[str] = (),
         fields: bool = False,
+        all_copies: bool = False,
     ) -> SearchResult:
         """Hybrid search: keyword and vector lists fused, reranked within ``rerank_budget``
-        seconds (hybrid/run.py: run_query says how, and what ``expand`` and ``rerank`` None do)."""
+        seconds (hybrid/run.py: run_query says how, and what ``expand`` and ``rerank`` None do);
+        ``all_copies``: as search's."""
         from .hybrid.run import run_query
         from .hybrid.steps import query_steps
 
@@ -362,6 +377,7 @@ class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods):
                 budget=rerank_budget,
                 levels=levels,
                 where=where,
+                all_copies=all_copies,
             ) as steps,
         ):
             result = run_query(

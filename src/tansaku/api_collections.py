@@ -51,9 +51,11 @@ class CollectionMethods:
         self: Tansaku, collection: Collection, *, dry_run: bool, progress: ProgressFactory | None
     ) -> UpdateReport:
         """Index a new collection, then save it in the config (a dry run saves nothing)."""
-        from .config.collections import with_new_collection
+        from .config.collections import overlap_notices, with_new_collection
 
-        new_config = with_new_collection(self.config(), collection)
+        config = self.config()
+        new_config = with_new_collection(config, collection)
+        overlaps = overlap_notices(config, collection)
         # Index first, register after: if indexing raises (a locked or damaged index), the config
         # is untouched and simply retrying the add works instead of failing with COLLECTION_EXISTS.
         report = self._update(
@@ -61,6 +63,8 @@ class CollectionMethods:
         )
         if not dry_run:
             settings.save(self.config_path, new_config)
+        if overlaps:
+            report = replace(report, warnings=[*overlaps, *report.warnings])
         return report
 
     def collections(self: Tansaku) -> list[CollectionInfo]:

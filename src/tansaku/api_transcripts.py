@@ -61,6 +61,7 @@ class TranscriptMethods:
         full: bool = False,
         where: Sequence[str] = (),
         fields: bool = False,
+        all_copies: bool = False,
     ) -> SearchResult:
         """`search` with transcript levels and filters: transcript collections are searched by turn
         and aggregated to ``level`` (default turn), file collections as by :meth:`search`. With
@@ -68,7 +69,14 @@ class TranscriptMethods:
         from .search import transcripts as turns
 
         config = self.config()
-        plain = {"limit": limit, "min_score": min_score, "full": full, "where": where, "fields": fields}
+        plain = {
+            "limit": limit,
+            "min_score": min_score,
+            "full": full,
+            "where": where,
+            "fields": fields,
+            "all_copies": all_copies,
+        }
         scope = self._file_scope(collections, where)
         if scope is not None:
             result = self.search(query, collections=scope[0], **plain)
@@ -81,7 +89,9 @@ class TranscriptMethods:
             chosen,
             warnings,
             config.contexts,
-            lambda files: self.search(query, collections=files, limit=limit, min_score=min_score, full=full),
+            lambda files: self.search(
+                query, collections=files, limit=limit, min_score=min_score, full=full, all_copies=all_copies
+            ),
             query=query,
             level=level,
             roles=roles,
@@ -110,11 +120,19 @@ class TranscriptMethods:
         verbose: bool = False,
         where: Sequence[str] = (),
         fields: bool = False,
+        all_copies: bool = False,
     ) -> SearchResult:
         """`vsearch` with transcript levels and filters, as :meth:`search_levels` for `search`."""
         from .search import transcripts as turns
 
-        plain = {"min_score": min_score, "full": full, "verbose": verbose, "where": where, "fields": fields}
+        plain = {
+            "min_score": min_score,
+            "full": full,
+            "verbose": verbose,
+            "where": where,
+            "fields": fields,
+            "all_copies": all_copies,
+        }
         scope = self._file_scope(collections, where) if query.strip() else None
         if scope is not None:
             result = self.vsearch(query, collections=scope[0], limit=limit, **plain)
@@ -122,7 +140,9 @@ class TranscriptMethods:
         if files_only(self.config(), collections) or not query.strip():
             return self.vsearch(query, collections=collections, limit=limit, **plain)
         request = turns.turn_query(query, level, roles, since, until, project, limit, min_score, full)
-        found = self.vector_search_texts([query], collections, limit, min_score, full, True, verbose, request)
+        found = self.vector_search_texts(
+            [query], collections, limit, min_score, full, True, verbose, request, all_copies=all_copies
+        )
         from .search.vector_texts import with_unreadable_warning
 
         return self._fields_added(

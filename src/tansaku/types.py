@@ -90,6 +90,12 @@ class Hit:
     # --fields: the document's front-matter fields, (name, value or tuple of values) as written.
     fields: tuple[tuple[str, Any], ...] | None = None
     page: int | None = None  # a PDF's page where the snippet (or the matching chunk) starts
+    # The virtual paths of the other documents with the same text (exact copies), shown once
+    # here (search/copies.py); empty with --all-copies or when there are none.
+    also_at: tuple[str, ...] = ()
+    # The languages of the same page at paths that differ only by a language segment (docs/fr/,
+    # index.ja.html), shown once here (search/languages.py); empty with --all-copies.
+    also_in: tuple[str, ...] = ()
 
 
 @_deferred(frozen=True)
@@ -199,6 +205,9 @@ class DocumentSlice:
     truncated: bool  # True when lines after the slice exist and were not returned
     stale: bool = False
     missing: bool = False  # the file is gone from disk (deleted or moved since it was indexed)
+    # `get #docid` of a text at several paths: the others (this one is the first by collection
+    # and path); None otherwise, and then not in JSON.
+    also_at: tuple[str, ...] | None = field(default=None, metadata={"omit_if_none": True})
 
 
 @_deferred(frozen=True)

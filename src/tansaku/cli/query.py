@@ -149,6 +149,7 @@ def _model_options(args: argparse.Namespace) -> dict[str, Any]:
         "rerank_budget": args.rerank_budget,
         "levels": levels if any(levels.values()) else None,
         "where": args.where,
+        "all_copies": args.all_copies,
     }
 
 

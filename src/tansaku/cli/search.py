@@ -57,6 +57,13 @@ def add_result_options(
     parser.add_argument(
         "--full-path", action="store_true", help="show disk paths instead of tansaku:// paths"
     )
+    parser.add_argument(
+        "--all-copies",
+        action="store_true",
+        help="list every path of a text found at several (copies, symlinks, overlapping collections)"
+        " and every language of a translated page (docs/fr/, page.ja.html); by default each is shown"
+        " once, with 'also at: PATHS' or 'also in: LANGUAGES'",
+    )
     add_field_options(parser)
 
 
@@ -237,6 +244,7 @@ def _search(args: argparse.Namespace, out: Output) -> int:
         full=args.full,
         where=args.where,
         fields=args.fields,
+        all_copies=args.all_copies,
     )
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
     return 0

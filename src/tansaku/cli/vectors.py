@@ -125,6 +125,7 @@ def _vsearch(args: argparse.Namespace, out: Output) -> int:
         verbose=args.verbose,
         where=args.where,
         fields=args.fields,
+        all_copies=args.all_copies,
     )
     out.render(result, line_numbers=args.line_numbers, full_path=args.full_path)
     return 0

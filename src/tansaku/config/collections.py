@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import CollectionExists, PathNotFound, UsageError
 from ..paths import virtual_path
-from ..types import Collection
+from ..types import Collection, Notice
 from .selection import find_collection
 from .settings import DEFAULT_MASKS, Config
 
@@ -55,6 +55,37 @@ def with_new_collection(config: Config, collection: Collection) -> Config:
             hint="choose another --name, or `tansaku collection remove` the old one",
         )
     return config.with_collection(collection)
+
+
+COLLECTION_OVERLAP = "COLLECTION_OVERLAP"
+
+
+def overlap_notices(config: Config, collection: Collection) -> list[Notice]:
+    """COLLECTION_OVERLAP warnings: the folders of registered collections that are ``collection``'s
+    own folder, a parent or a child of it (symlinks resolved on both sides), so the same files
+    would be indexed twice. A warning, not an error: the add still happens."""
+    new = Path(os.path.realpath(collection.path))
+    notices = []
+    for other in config.collections.values():
+        if other.name == collection.name:
+            continue
+        theirs = Path(os.path.realpath(other.path))
+        if theirs == new:
+            relation = f"is already collection {other.name!r}"
+        elif theirs in new.parents:
+            relation = f"is inside collection {other.name!r} ({other.path})"
+        elif new in theirs.parents:
+            relation = f"contains collection {other.name!r} ({other.path})"
+        else:
+            continue
+        notices.append(
+            Notice(
+                COLLECTION_OVERLAP,
+                f"{new} {relation}: files under both are indexed twice"
+                " (search shows each text once, with its other paths)",
+            )
+        )
+    return notices
 
 
 def renamed(config: Config, old: str, new: str) -> tuple[Config, Collection]:

@@ -83,6 +83,8 @@ class QuerySteps:
     rerank_off: str = RERANK_REFUSED
     # Reranking by default on a CPU: a budget too short for it is a note, not a warning.
     rerank_quiet: bool = False
+    # hits -> each text once, its copies' paths in also_at (search/copies.py); None: --all-copies.
+    copies: Callable[[Sequence[Hit]], list[Hit]] | None = None
 
 
 @dataclass
@@ -349,8 +351,11 @@ def _finish(
     stages: _Stages,
     started: float,
 ) -> SearchResult:
-    """The score floor and the limit, snippets for the hits shown, the stage times."""
+    """The score floor, each text once (before the limit, so it counts distinct texts), the
+    limit, snippets for the hits shown, the stage times."""
     kept = [hit for hit in result.hits if hit.score >= min_score]
+    if steps.copies is not None:
+        kept = steps.copies(kept)
     shown = kept if limit is None else kept[:limit]
     hits = tuple(steps.add_snippets(" ".join(keyword_texts), shown))
     explanation = result.explain

@@ -51,6 +51,7 @@ class SearchIndex(Protocol):
         full: bool,
         snippets: bool,
         where: Sequence[str] = (),
+        all_copies: bool = False,
     ) -> SearchResult: ...
     def search_levels(
         self, query: str, *, collections: Sequence[str], limit: int | None, full: bool, **levels: Any
@@ -66,6 +67,7 @@ class SearchIndex(Protocol):
         verbose: bool = False,
         levels: Any = None,
         where: Sequence[str] = (),
+        all_copies: bool = False,
     ) -> Any: ...
 
 
@@ -82,12 +84,15 @@ def query_steps(
     budget: float | None = None,
     levels: dict[str, Any] | None = None,
     where: Sequence[str] = (),
+    all_copies: bool = False,
 ) -> Iterator[QuerySteps]:
     """``levels`` (level, roles, since, until, project): transcript collections are searched by
     turn and aggregated to that level on both sides, so the lists name the same units.
     ``where``: both lists keep only the documents whose front-matter fields pass (api.py leaves
     transcript collections out then). ``expand``: None chooses by ``choose_expansion`` (on
-    where it pays, off on a CPU); ``rerank`` None by ``choose_rerank``."""
+    where it pays, off on a CPU); ``rerank`` None by ``choose_rerank``. ``all_copies``: every
+    document, not each text once with its copies' paths (search/copies.py)."""
+    from ..search.copies import merged_copies
     from ..search.keyword import add_snippets, is_name_lookup
     from ..store.llm_cache import open_cache
     from .model_defaults import choose_expansion, choose_rerank
@@ -105,10 +110,18 @@ def query_steps(
             return index.search_levels(
                 text, collections=collections, limit=pool, full=full, where=where, **levels
             )
-        return index.search(text, collections=collections, limit=pool, full=full, snippets=False, where=where)
+        return index.search(
+            text,
+            collections=collections,
+            limit=pool,
+            full=full,
+            snippets=False,
+            where=where,
+            all_copies=all_copies,
+        )
 
     def vectors(texts: Sequence[str]) -> VectorBatch:
-        return _vector_batch(index, conn, texts, collections, pool, full, levels, where)
+        return _vector_batch(index, conn, texts, collections, pool, full, levels, where, all_copies)
 
     def expansion(query: str, intent: str | None) -> Any:
         from ..models.generate import expand_query
@@ -190,6 +203,7 @@ def query_steps(
             rerank_off=rerank_choice.why,
             # A budget given with the query asks for reranking as much as --rerank does.
             rerank_quiet=rerank_choice.quiet and budget is None,
+            copies=None if all_copies else (lambda hits: merged_copies(conn, hits)),
         )
     finally:
         if cache is not None:
@@ -232,6 +246,7 @@ def _vector_batch(
     full: bool,
     levels: dict[str, Any] | None = None,
     where: Sequence[str] = (),
+    all_copies: bool = False,
 ) -> VectorBatch:
     """The vector side of `query`: each text without its exclusions is embedded (one batch), and
     the documents the exclusions rule out are dropped from its results."""
@@ -256,7 +271,15 @@ def _vector_batch(
             request = turn_query(plain[wanted[0]], asked[0], asked[1] or (), *asked[2:], pool, 0.0, full)
     try:
         found = index.vector_search_texts(
-            [plain[i] for i in wanted], collections, pool, 0.0, full, False, levels=request, where=where
+            [plain[i] for i in wanted],
+            collections,
+            pool,
+            0.0,
+            full,
+            False,
+            levels=request,
+            where=where,
+            all_copies=all_copies,
         )
     except NoVectors as exc:
         why = f"{exc.message}; keyword results only ({exc.hint})"

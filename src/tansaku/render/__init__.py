@@ -176,6 +176,16 @@ STALE_NOTE = "[stale: the file changed on disk since it was indexed; run tansaku
 GONE_NOTE = "[gone: the file is no longer on disk (deleted or moved); this is the indexed text]"
 
 
+def copies_note(doc: DocumentSlice) -> str | None:
+    """`get #docid` of a text at several paths: which one is shown, and the others."""
+    if not doc.also_at:
+        return None
+    return (
+        f"[{show_docid(doc.docid)} is at {len(doc.also_at) + 1} paths: showing {doc.virtual_path};"
+        f" also at: {', '.join(doc.also_at)}]"
+    )
+
+
 def disk_note(doc: DocumentSlice) -> str | None:
     """What a reader must know about the file behind a document, if anything."""
     if doc.missing:

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 SEARCH_COLUMNS = ("docid", "score", "collection", "path", "title", "context", "line", "snippet", "stale")
 # --fields: the document's front-matter fields as one JSON object (a list field as a list).
 FIELDS_COLUMN = "fields"
+# A text found at several paths (exact copies, shown once): the others, " | " between them.
+ALSO_AT_COLUMN = "also_at"
+# A page found in several languages (shown once): the others' languages, " | " between them.
+ALSO_IN_COLUMN = "also_in"
 DOCUMENT_COLUMNS = ("docid", "path", "line", "text")
 PACK_COLUMNS = (
     "docid",
@@ -39,13 +43,22 @@ def render(result: SearchResult | DocumentSlice | MultiGetResult, opts: RenderOp
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     if isinstance(result, SearchResult):
-        # Transcript hits add their columns, only to a search that has some; --fields its own.
+        # Transcript hits add their columns, only to a search that has some; --fields its own,
+        # and copies theirs.
         extra = any(hit.transcript is not None for hit in result.hits)
         with_fields = any(hit.fields is not None for hit in result.hits)
+        with_copies = any(hit.also_at for hit in result.hits)
+        with_languages = any(hit.also_in for hit in result.hits)
         field_columns = (FIELDS_COLUMN,) if with_fields else ()
+        field_columns += (ALSO_AT_COLUMN,) if with_copies else ()
+        field_columns += (ALSO_IN_COLUMN,) if with_languages else ()
         rows = _search_rows(result, opts)
         if with_fields:
             rows = [[*row, _fields_cell(hit)] for hit, row in zip(result.hits, rows, strict=True)]
+        if with_copies:
+            rows = [[*row, " | ".join(hit.also_at)] for hit, row in zip(result.hits, rows, strict=True)]
+        if with_languages:
+            rows = [[*row, " | ".join(hit.also_in)] for hit, row in zip(result.hits, rows, strict=True)]
         if extra:
             from tansaku.render.transcripts import COLUMNS, fields
 

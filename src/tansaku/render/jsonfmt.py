@@ -70,9 +70,14 @@ def _fields(obj: Any) -> dict[str, Any]:
 
 def _drop_missing_body(data: dict[str, Any]) -> dict[str, Any]:
     # Optional fields appear only when set: `body` with --full, `chunk_lines` for vector hits,
-    # `transcript` for hits in agent transcripts, `fields` with --fields, `page` for hits in PDFs.
+    # `transcript` for hits in agent transcripts, `fields` with --fields, `page` for hits in PDFs,
+    # `also_at` for a text also found at other paths (exact copies, shown once), `also_in` for a
+    # page also found in other languages.
     for key in ("body", "chunk_lines", "transcript", "fields", "page"):
         if data.get(key) is None:
+            data.pop(key, None)
+    for key in ("also_at", "also_in"):
+        if not data.get(key):
             data.pop(key, None)
     return data
 

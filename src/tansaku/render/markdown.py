@@ -9,6 +9,7 @@ from tansaku import types as _types
 from tansaku.render import (
     RenderOptions,
     citation,
+    copies_note,
     disk_note,
     fields_line,
     heading_trail,
@@ -89,6 +90,10 @@ def _hit(hit: Hit, opts: RenderOptions) -> list[str]:
     if hit.stale:
         meta.append("stale")
     blocks = [f"## {escape(hit.title) if hit.title else code_span(path)}", " · ".join(meta)]
+    if hit.also_at:
+        blocks.append("also at: " + ", ".join(code_span(p) for p in hit.also_at))
+    if hit.also_in:
+        blocks.append("also in: " + escape(", ".join(hit.also_in)))
     if hit.transcript is not None:
         from tansaku.render.transcripts import summary_lines
 
@@ -111,9 +116,7 @@ def _document(doc: DocumentSlice, opts: RenderOptions, level: str = "##") -> lis
     span = f"lines {doc.from_line}-{last} of {doc.total_lines}" if doc.lines else f"{doc.total_lines} lines"
     meta = [show_docid(doc.docid), escape(doc.title), span] if doc.title else [show_docid(doc.docid), span]
     blocks = [f"{level} {code_span(shown_path(doc, opts))}", " · ".join(meta)]
-    note = disk_note(doc)
-    if note:
-        blocks.append(escape(note))
+    blocks += [escape(note) for note in (copies_note(doc), disk_note(doc)) if note]
     lines: list[str] | tuple[str, ...] = doc.lines
     if opts.line_numbers:
         lines = number_lines(doc.lines, doc.from_line, len(str(doc.total_lines)))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from tansaku import types as _types
 from tansaku.render import (
     RenderOptions,
+    copies_note,
     disk_note,
     fields_line,
     heading_trail,
@@ -108,6 +109,10 @@ def _hit_lines(hit: Hit, opts: RenderOptions) -> list[str]:
     lines = [header + page + (" [stale]" if hit.stale else "")]
     if hit.title:
         lines.append(INDENT + paint(clean(hit.title), "title", opts))
+    if hit.also_at:
+        lines.append(f"{INDENT}also at: {clean(', '.join(hit.also_at))}")
+    if hit.also_in:
+        lines.append(f"{INDENT}also in: {clean(', '.join(hit.also_in))}")
     if hit.transcript is not None:
         from tansaku.render.transcripts import summary_lines
 
@@ -129,8 +134,7 @@ def _hit_lines(hit: Hit, opts: RenderOptions) -> list[str]:
 
 def _document_lines(doc: DocumentSlice, opts: RenderOptions) -> list[str]:
     # `get` prints the document's own text, untouched, so it can be piped like `cat`.
-    note = disk_note(doc)
-    lines = [note] if note else []
+    lines = [clean(note) for note in (copies_note(doc), disk_note(doc)) if note]
     if opts.line_numbers:
         width = len(str(doc.total_lines))
         lines += number_lines(doc.lines, doc.from_line, width)

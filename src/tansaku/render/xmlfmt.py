@@ -111,6 +111,8 @@ def _hit(hit: Hit) -> list[str]:
         values = fields(hit.transcript)
         prompt = values.pop("run_prompt")
         children.append(element("transcript", "" if prompt is None else str(prompt), **values))
+    children += [element("also_at", p) for p in hit.also_at]
+    children += [element("also_in", language) for language in hit.also_in]
     children += [element("context", c) for c in hit.contexts]
     children += [_field(name, value) for name, value in hit.fields or ()]
     children.append(element("snippet", "\n".join(hit.snippet.lines), start_line=hit.snippet.start_line))
@@ -141,7 +143,8 @@ def _document(doc: DocumentSlice) -> list[str]:
         stale=doc.stale,
         missing=doc.missing,
     )
-    children = [element("title", doc.title), *(element("context", c) for c in doc.contexts)]
+    children = [element("title", doc.title), *(element("also_at", p) for p in doc.also_at or ())]
+    children += [element("context", c) for c in doc.contexts]
     children.append(element("text", "\n".join(doc.lines)))
     return [f"<document{head}>", *_indent(children), "</document>"]
 

@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import limits
@@ -402,4 +402,16 @@ def get_document(
             from .sessions import turn_window
 
             return turn_window(conn, doc, config.collections, bounds, context=context, raw=raw)
-        return slice_document(conn, doc, config.collections, config.contexts, bounds)
+        found = slice_document(conn, doc, config.collections, config.contexts, bounds)
+        others = _docid_copies(conn, base, doc)
+        return replace(found, also_at=others) if others else found
+
+
+def _docid_copies(conn: Any, ref: str, doc: store.StoredDocument) -> tuple[str, ...]:
+    """A docid names a text, and copies of it share the docid: the other paths of ``doc``'s text
+    when ``ref`` was its docid (``doc`` is the first by collection and path), else ()."""
+    docid = _DOCID.match(ref.strip())
+    if docid is None or not doc.hash.startswith(docid.group(1).lower()):
+        return ()
+    same = store.documents_with_hashes(conn, [doc.hash])
+    return tuple(sorted(virtual_path(d.collection, d.path) for d in same if d.id != doc.id))

@@ -15,6 +15,7 @@ from ..store.backend import documents as store
 from ..store.fields import DocumentFilter
 from ..text.cjk import has_cjk
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
+from .copies import first_copies, with_languages, with_other_paths
 from .hits import hit_page, make_hit
 from .pages import page_starts
 from .query import (
@@ -51,6 +52,9 @@ class SearchOptions:
     snippets: bool = True
     # --where: only the documents whose front-matter fields pass (store/fields.py), before the limit.
     where: DocumentFilter | None = None
+    # False: each text once, its other paths in the hit's also_at (search/copies.py), before the
+    # limit; True (--all-copies): every document, copies included.
+    all_copies: bool = False
 
 
 def excluded(conn: Any, query: str, found: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -215,9 +219,16 @@ def search(
         )
     scored.sort(key=lambda item: (-item.score, item.doc_id))
     scored = [item for item in scored if item.score >= options.min_score]
-    if options.limit is not None:
+    if not options.all_copies:
+        # Every candidate's text (a read of at most the pools' ids), so the total counts texts.
+        distinct = first_copies(conn, [item.doc_id for item in scored], None)
+        total = max(len(distinct.kept), total - distinct.hidden)
+        scored = [scored[i] for i in distinct.kept[: options.limit]]
+    elif options.limit is not None:
         scored = scored[: options.limit]
     hits = _hits(conn, scored, clauses, n_clauses, contexts, options, {c.name: c for c in collections})
+    if not options.all_copies:
+        hits = with_languages(hits, [item.doc_id for item in scored], distinct.languages)
     definers = tuple(hit.virtual_path for hit, item in zip(hits, scored, strict=True) if item.defines)
     return SearchResult(
         query=query,
@@ -357,4 +368,6 @@ def _hits(
                 total_terms=n_required,
             )
         )
-    return hits
+    if options.all_copies:
+        return hits
+    return with_other_paths(conn, hits, [docs[item.doc_id] for item in scored], collections)

@@ -17,6 +17,7 @@ from typing import Any
 from ..store.backend import documents as store
 from ..store.backend import vectors as vec
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
+from .copies import first_copies, with_languages, with_other_paths
 from .hits import make_hit
 from .pages import page_starts
 from .query import parse_query, required_terms
@@ -41,6 +42,14 @@ class VectorQuery:
     snippets: bool = True  # `query` asks for none, then fills in the ones it shows
     # --where: the ids of the documents whose fields pass (None: every document).
     allowed: frozenset[int] | None = None
+    # False: each text once, its other paths in the hit's also_at (search/copies.py), before the
+    # limit; True (--all-copies): every document, copies included.
+    all_copies: bool = False
+
+
+# Without --all-copies, the documents first ordered are this many times the limit, so a few
+# copies among them still leave ``limit`` distinct texts (else every passing one is ordered).
+COPY_HEADROOM = 4
 
 
 @dataclass(frozen=True)
@@ -64,8 +73,12 @@ def vsearch(
     vectors between calls (without one, they are read for this call only)."""
     started = time.perf_counter() if started is None else started
     scored, total_exact = _score(conn, request, collections, cache or VectorCache(None))
-    ranked, total = _top_documents(conn, scored, request)
+    ranked, total, languages = _top_documents(conn, scored, request)
     hits = _hits(conn, ranked, request, contexts, {c.name: c for c, _ in collections})
+    if not request.all_copies:
+        docs = [item.doc for item in ranked]
+        hits = with_other_paths(conn, hits, docs, {c.name for c, _ in collections})
+        hits = with_languages(hits, [doc.id for doc in docs], languages)
     return SearchResult(
         query=request.query,
         mode="vsearch",
@@ -210,26 +223,33 @@ def _nearest(
 
 def _top_documents(
     conn: Any, scored: Sequence[tuple[CollectionVectors, Any, Any]], request: VectorQuery
-) -> tuple[list[_Ranked], int]:
-    """The best documents over all collections by (score descending, document id), and how many
-    reach the floor."""
+) -> tuple[list[_Ranked], int, dict[int, tuple[str, ...]]]:
+    """The best documents over all collections by (score descending, document id), how many
+    reach the floor, and the languages of the translations of those shown (search/copies.py)."""
     import numpy as np
 
     if not scored:
-        return [], 0
+        return [], 0, {}
     doc_scores = np.concatenate([s for _, _, s in scored])
     doc_ids = np.concatenate([v.doc_ids for v, _, _ in scored])
     owner = np.concatenate([np.full(len(v.doc_ids), i) for i, (v, _, _) in enumerate(scored)])
     position = np.concatenate([np.arange(len(v.doc_ids)) for v, _, _ in scored])
     passing = np.flatnonzero(doc_scores >= request.min_score)
     total = len(passing)
-    if request.limit is not None and total > request.limit:
-        # Everything tied with the limit-th score stays, so the id tie-break below is exact.
-        cutoff = np.partition(doc_scores[passing], total - request.limit)[total - request.limit]
-        passing = passing[doc_scores[passing] >= cutoff]
-    order = passing[np.lexsort((doc_ids[passing], -doc_scores[passing]))]
-    if request.limit is not None:
-        order = order[: request.limit]
+    languages: dict[int, tuple[str, ...]] = {}
+    if request.all_copies:
+        order = _best(doc_scores, doc_ids, passing, request.limit)[: request.limit]
+    else:
+        # Each text once (search/copies.py), counted before the limit.
+        limit = request.limit
+        order = _best(doc_scores, doc_ids, passing, None if limit is None else limit * COPY_HEADROOM)
+        distinct = first_copies(conn, doc_ids[order].tolist(), limit)
+        if limit is not None and len(distinct.kept) < limit and len(order) < total:  # many: all of them
+            order = _best(doc_scores, doc_ids, passing, None)
+            distinct = first_copies(conn, doc_ids[order].tolist(), limit)
+        order = order[distinct.kept]
+        total = max(len(distinct.kept), total - distinct.hidden)
+        languages = distinct.languages
     docs = store.documents_by_ids(conn, doc_ids[order].tolist())
     ranked: list[_Ranked] = []
     for i in order:
@@ -241,7 +261,20 @@ def _top_documents(
         if doc is not None:
             score = float(doc_scores[i])
             ranked.append(_Ranked(doc, score, int(vectors.start_lines[best]), int(vectors.end_lines[best])))
-    return ranked, total
+    return ranked, total, languages
+
+
+def _best(doc_scores: Any, doc_ids: Any, passing: Any, count: int | None) -> Any:
+    """The positions of the ``count`` best of ``passing`` (all with None) by (score descending,
+    document id); a tie with the count-th score may add a few more."""
+    import numpy as np
+
+    total = len(passing)
+    if count is not None and total > count:
+        # Everything tied with the count-th score stays, so the id tie-break below is exact.
+        cutoff = np.partition(doc_scores[passing], total - count)[total - count]
+        passing = passing[doc_scores[passing] >= cutoff]
+    return passing[np.lexsort((doc_ids[passing], -doc_scores[passing]))]
 
 
 def _hits(

@@ -34,6 +34,7 @@ class VectorRequest:
     # `vsearch --level ...` (search/transcripts.py): transcript collections by turn, grouped.
     levels: TurnQuery | None = None
     where: DocumentFilter | None = None  # --where (store/fields.py)
+    all_copies: bool = False  # --all-copies: copies of a text each listed (search/copies.py)
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ def search_texts(
             request.full,
             request.snippets,
             allowed,
+            request.all_copies,
         )
         if request.levels is None:
             results.append(vsearch(conn, query, pairs, config.contexts, notices, started, cache))

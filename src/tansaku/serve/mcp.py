@@ -55,6 +55,12 @@ _FIELD_FILTERS = {
         " (dates as 2024-05-01); applied before the limit",
     },
     "fields": {"type": "boolean", "description": "each result carries its document's front-matter fields"},
+    "all_copies": {
+        "type": "boolean",
+        "description": "list every path of a text found at several (copies, symlinks, overlapping"
+        " collections) and every language of a translated page; by default each is one result, its"
+        " other paths in also_at, its other languages in also_in",
+    },
 }
 _TRANSCRIPTS = {
     "level": {

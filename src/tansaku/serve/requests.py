@@ -156,6 +156,7 @@ def _optional(**values: Any) -> dict[str, Any]:
 
 _RESULT_FIELDS = {"query", "limit", "all", "min_score", "full", "collections", "line_numbers", "full_path"}
 _RESULT_FIELDS |= {"where", "fields"}  # front-matter fields (--where, --fields)
+_RESULT_FIELDS |= {"all_copies"}  # --all-copies: every path of a text at several (search/copies.py)
 _TRANSCRIPT_FIELDS = {"level", "roles", "since", "until", "project"}
 
 
@@ -201,6 +202,7 @@ def _search(api: Tansaku, f: Fields) -> Any:
         full=f.flag("full"),
         where=f.texts("where"),
         fields=f.flag("fields"),
+        all_copies=f.flag("all_copies"),
     )
 
 
@@ -214,6 +216,7 @@ def _vsearch(api: Tansaku, f: Fields) -> Any:
         full=f.flag("full"),
         where=f.texts("where"),
         fields=f.flag("fields"),
+        all_copies=f.flag("all_copies"),
     )
 
 
@@ -262,6 +265,7 @@ def _query(api: Tansaku, f: Fields) -> Any:
         "rerank": _rerank(f),
         "rerank_budget": f.number("rerank_budget", low=0, high=MAX_RERANK_BUDGET_S),
         "where": f.texts("where"),
+        "all_copies": f.flag("all_copies"),
         **_optional(
             min_score=f.number("min_score", low=0, high=1), candidate_limit=f.count("candidate_limit")
         ),
