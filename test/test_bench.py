@@ -112,3 +112,25 @@ def test_bench_needs_a_collection_when_the_set_names_none(cli, indexed: Path, tm
     result = cli("bench", plain, "--json")
     assert result.exit_code == 2
     assert "-c" in result.error()["message"]
+
+
+def test_a_collapsed_hit_counts_when_any_of_its_paths_is_judged(cli, tmp_path: Path):
+    """A page shown once for its copies and translations stands for them all: judged by its
+    French path, the English one shown is still a hit at rank 1."""
+    docs = tmp_path / "manual"
+    for lang, words in (("en", "tune the widget spindle"), ("fr", "régler la broche " * 6)):
+        (docs / lang).mkdir(parents=True)
+        (docs / lang / "spindle.md").write_text(f"# Spindle\n\n{words}\n", encoding="utf-8")
+    (docs / "en" / "other.md").write_text("# Other\n\nnothing about it\n", encoding="utf-8")
+    assert cli("collection", "add", docs, "--name", "manual").exit_code == 0
+    judged = tmp_path / "set.jsonl"
+    judged.write_text(
+        json.dumps({"id": "t-1", "query": "spindle", "relevant": ["fr/spindle.md"], "kind": "howto"}) + "\n",
+        encoding="utf-8",
+    )
+    shown = cli("search", "spindle", "-c", "manual", "--json").json()["results"]
+    assert [(hit["path"], hit["also_in"]) for hit in shown] == [("en/spindle.md", ["fr"])]
+    data = cli("bench", judged, "-c", "manual", "--mode", "search", "--json").json()
+    (outcome,) = data["queries"]
+    assert outcome["first_relevant_rank"] == 1
+    assert outcome["ranked"][0] == "fr/spindle.md"

@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import PathNotFound, TansakuError, UsageError
+from ..search.copies import hit_paths
 from ..types import BenchReport, MetricSummary, Notice, QueryOutcome
 from . import metrics
 
@@ -77,7 +78,9 @@ def load_set(path: Path) -> list[JudgedQuery]:
 
 # A mode runner returns the ranked paths (relative to the collection root; COLLECTION/PATH when
 # several collections are searched) and warning codes.
-ModeRunner = Callable[[str, str, int], tuple[list[str], list[str]]]
+# Each hit as its paths: the one shown first, then its copies and translations (a collapsed hit
+# stands for them all, so it counts as relevant when any of them is judged so).
+ModeRunner = Callable[[str, str, int], tuple[list[tuple[str, ...]], list[str]]]
 # Modes that take --level (transcript collections: search and vsearch aggregate to the level).
 LEVEL_MODES = ("search", "vsearch")
 
@@ -92,19 +95,20 @@ def mode_runners(api: Any, level: str | None = None) -> dict[str, ModeRunner | N
     def names(collection: str) -> list[str]:
         return collection.split(",")
 
-    def ranked(result: Any, collection: str) -> tuple[list[str], list[str]]:
+    def ranked(result: Any, collection: str) -> tuple[list[tuple[str, ...]], list[str]]:
         several = "," in collection
-        paths = [f"{hit.collection}/{hit.path}" if several else hit.path for hit in result.hits]
-        return paths, [w.code for w in result.warnings]
+        return [tuple(f"{c}/{p}" if several else p for c, p in hit_paths(hit)) for hit in result.hits], [
+            w.code for w in result.warnings
+        ]
 
-    def keyword(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
+    def keyword(query: str, collection: str, k: int) -> tuple[list[tuple[str, ...]], list[str]]:
         if level is None:
             return ranked(api.search(query, collections=names(collection), limit=k), collection)
         return ranked(
             api.search_levels(query, collections=names(collection), level=level, limit=k), collection
         )
 
-    def vector(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
+    def vector(query: str, collection: str, k: int) -> tuple[list[tuple[str, ...]], list[str]]:
         # min_score 0: rank metrics judge the order; the default floor would hide low hits.
         if level is None:
             result = api.vsearch(query, collections=names(collection), limit=k, min_score=0.0)
@@ -116,15 +120,15 @@ def mode_runners(api: Any, level: str | None = None) -> dict[str, ModeRunner | N
 
     # "query-expanded" and "query" measure the expansion step (and "query" the reranking), so
     # they ask for them: by default `query` does neither on a CPU (hybrid/model_defaults.py).
-    def hybrid(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
+    def hybrid(query: str, collection: str, k: int) -> tuple[list[tuple[str, ...]], list[str]]:
         result = api.query(query, collections=names(collection), limit=k, expand=True, rerank=True)
         return ranked(result, collection)
 
-    def fused(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
+    def fused(query: str, collection: str, k: int) -> tuple[list[tuple[str, ...]], list[str]]:
         result = api.query(query, collections=names(collection), limit=k, expand=False, rerank=False)
         return ranked(result, collection)
 
-    def expanded(query: str, collection: str, k: int) -> tuple[list[str], list[str]]:
+    def expanded(query: str, collection: str, k: int) -> tuple[list[tuple[str, ...]], list[str]]:
         result = api.query(query, collections=names(collection), limit=k, expand=True, rerank=False)
         return ranked(result, collection)
 
@@ -209,7 +213,8 @@ def _run_mode(
     outcomes = []
     for q in queries:
         started = time.perf_counter()
-        ranked, codes = runner(q.query, collection, k)
+        hits, codes = runner(q.query, collection, k)
+        ranked = [next((p for p in paths if p in q.relevant), paths[0]) for paths in hits]
         latency = (time.perf_counter() - started) * 1000
         outcomes.append(
             QueryOutcome(

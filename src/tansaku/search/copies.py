@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..paths import virtual_path
+from ..paths import split_virtual_path, virtual_path
 from ..store.backend import documents as store
 from ..store.documents import StoredDocument
 from ..types import Hit
-from .languages import neutral
+from .languages import in_language, neutral
 
 # Documents read per round while looking for ``limit`` distinct texts: a few copies among the
 # first results cost one more small read, not a read of every candidate.
@@ -151,3 +151,15 @@ def merged_copies(conn: Any, hits: Sequence[Hit]) -> list[Hit]:
                 first_page[page] = len(out)
             out.append(hit)
     return out
+
+
+def hit_paths(hit: Hit) -> tuple[tuple[str, str], ...]:
+    """Every (collection, path) a collapsed hit stands for: the one shown, its exact copies, then
+    its translations (their paths rebuilt from its own and the language)."""
+    paths = [(hit.collection, hit.path)]
+    paths += [split_virtual_path(other) for other in hit.also_at]
+    for code in hit.also_in:
+        translated = in_language(hit.path, code)
+        if translated is not None:
+            paths.append((hit.collection, translated))
+    return tuple(dict.fromkeys(paths))

@@ -46,3 +46,10 @@ def neutral(path: str) -> tuple[str, str] | None:
         if code is not None:
             return "/".join([*folders[:i], "*", *folders[i + 1 :], name]), code
     return None
+
+
+def in_language(path: str, code: str) -> str | None:
+    """``path`` with its language segment set to ``code`` (``docs/en/a.html``, "fr" ->
+    ``docs/fr/a.html``); None when it has none."""
+    found = neutral(path)
+    return None if found is None else found[0].replace("*", code, 1)
