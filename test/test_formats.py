@@ -255,7 +255,7 @@ def test_the_title_comes_from_title_then_og_title_then_the_first_h1(
 # Navigation as documentation generators write it (the pages of Debian's postgresql-doc-15,
 # debmake-doc, bash-doc and sqlite3-doc, cut short).
 NAVIGATION = _page(
-    "<title>CREATE INDEX</title>",
+    '<meta name="Generator" content="makeinfo"><title>CREATE INDEX</title>',
     """<div class=nosearch><div class="tagline">Small. Fast. Reliable.<br>Choose any three.</div>
 <div class="menu mainmenu"><ul><li><a href="index.html">Home</a><li><a href="about.html">About</a></ul></div>
 <div class="fancy_title">CREATE INDEX</div></div>
@@ -281,6 +281,9 @@ def test_navigation_marked_by_documentation_generators_is_left_out(tree: bool) -
     got = html.to_markdown(html.decode(NAVIGATION), tree=tree)
     assert got.text == "# Synopsis\n\nCREATE INDEX — define a new index\n"  # an <h1 class=header> stays
     assert got.title == "CREATE INDEX"
+    # A page not made by makeinfo keeps its div.header (a common name: often the page's <h1>).
+    page = _page("<title>Tides</title>", '<div class="header"><h1>Tides</h1></div><p>x</p>')
+    assert html.to_markdown(html.decode(page), tree=tree).text == "# Tides\n\nx\n"
 
 
 HTML_CASES = [

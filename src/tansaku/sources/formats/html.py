@@ -9,7 +9,8 @@ What is kept: headings (``#`` lines), paragraphs, list items (``- ``), preformat
 ``role="navigation"``), forms, asides, footers, Sphinx's heading permalinks and sidebars, and the
 navigation that documentation generators mark with a class on a ``<div>``: DocBook XSL's
 ``navheader`` and ``navfooter`` (the ``Prev | Up | Home | Next`` tables: PostgreSQL, debmake),
-makeinfo's ``header`` (texinfo 6: ``Next: ..., Up: ...``) and ``nav-panel`` (texinfo 7),
+makeinfo's ``header`` (texinfo 6: ``Next: ..., Up: ...``; on pages whose ``<meta
+name="generator">`` is makeinfo or texi2any only) and ``nav-panel`` (texinfo 7),
 ``navigation``, and SQLite's ``nosearch`` (its site menu, and the page's title and table of
 contents repeated: what SQLite's own search leaves out too). When the page marks its main
 content (``<main>`` or ``role="main"``), only that is kept: the rest is the site around the page.
@@ -41,9 +42,9 @@ _SKIPPED = frozenset(
 _SKIPPED_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary"})
 _SKIPPED_CLASSES = frozenset({"headerlink", "sphinxsidebar", "related"})
 # Navigation marked by documentation generators, on a <div> only (an <h1 class="header"> stays).
-_SKIPPED_DIV_CLASSES = frozenset(
-    {"navheader", "navfooter", "header", "nav-panel", "navigation", "nosearch"}
-)  # fmt: skip
+_SKIPPED_DIV_CLASSES = frozenset({"navheader", "navfooter", "nav-panel", "navigation", "nosearch"})
+# makeinfo's (texinfo 6) class for its "Next: ..., Up: ..." line is a common name: only on its pages.
+_MAKEINFO = ("makeinfo", "texi2any")
 _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
      "track", "wbr"}
@@ -63,7 +64,8 @@ _MAIN = re.compile(rb"<main[\s>]|role\s*=\s*[\"']?main\b", re.I)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-]+)""", re.I)
 # Where a <title> is cut into the page's name and the site's: the spaced dashes and bars, and ": ".
 _TITLE_SEPARATOR = re.compile(r" (?:—|–|\||·|»|-|::) |: ")
-_META_NAMES = {"og:title": "og_title", "og:site_name": "site_name", "application-name": "site_name"}
+_META_NAMES = {"og:title": "og_title", "og:site_name": "site_name", "application-name": "site_name",
+               "generator": "generator"}  # fmt: skip
 
 
 def decode(raw: bytes) -> str:
@@ -180,7 +182,7 @@ class _Writer(HTMLParser):
         self.inline: list[str] = []
         self.title = ""
         self.first_h1 = ""
-        self.meta: dict[str, str] = {}  # og_title, site_name: the first of each
+        self.meta: dict[str, str] = {}  # og_title, site_name, generator: the first of each
         self._in_title = False
         self._title_done = False
         self._skip: tuple[str, int] | None = None  # (tag, nesting) of the region being left out
@@ -215,7 +217,7 @@ class _Writer(HTMLParser):
         classes = set((attributes.get("class") or "").split())
         footnote = tag == "aside" and any(c.startswith("footnote") for c in classes)  # Sphinx: text
         skipped = (tag in _SKIPPED and not footnote) or attributes.get("role") in _SKIPPED_ROLES
-        if skipped or classes & _SKIPPED_CLASSES or (tag == "div" and classes & _SKIPPED_DIV_CLASSES):
+        if skipped or classes & _SKIPPED_CLASSES or (tag == "div" and self._navigation_div(classes)):
             if tag not in _VOID:
                 self._skip = (tag, 1)
             return
@@ -257,6 +259,11 @@ class _Writer(HTMLParser):
             self._pre.append(data)
         else:
             self.inline.append(data)
+
+    def _navigation_div(self, classes: set[str]) -> bool:
+        if classes & _SKIPPED_DIV_CLASSES:
+            return True
+        return "header" in classes and self.meta.get("generator", "").lower().startswith(_MAKEINFO)
 
     def _meta(self, attrs: list[tuple[str, str | None]]) -> None:
         attributes = dict(attrs)
