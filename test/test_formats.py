@@ -39,7 +39,7 @@ def test_word_and_epub_keep_text_headings_and_title(name: str) -> None:
 
 def test_html_keeps_the_main_content_only() -> None:
     got = extract("html", read("page.html"), 1_000_000)
-    assert got.title == "Rock pooling etiquette"  # the first <h1>, without the site name of <title>
+    assert got.title == "Rock pooling etiquette"  # <title> without the site name (the <h1> says which)
     assert [h.title for h in headings(got.text, "page.html")] == [
         "Rock pooling etiquette",
         "What to bring",
@@ -198,15 +198,116 @@ def test_an_unclosed_script_or_nav_leaves_the_rest_out_not_the_update() -> None:
     assert got.text == "# Top\n\nkept\n" and got.title == "Top"
 
 
+@pytest.mark.parametrize(
+    ("title", "names", "sites", "expected"),
+    [
+        ("pathlib — Object-oriented filesystem paths — Python 3.11 documentation",
+         ("", "pathlib — Object-oriented filesystem paths"), (),
+         "pathlib — Object-oriented filesystem paths"),
+        ("3.12.1. Foo — Python 3.12 documentation", ("", "3.12.1. Foo¶"), (), "3.12.1. Foo"),
+        ("PostgreSQL: Documentation: 15: CREATE INDEX", ("", "CREATE INDEX"), (), "CREATE INDEX"),
+        ("Harbour News | Tide tables", ("tide tables", "Harbour News"), (), "Tide tables"),  # og:title first
+        ("CREATE INDEX", ("", "1. Syntax"), (), "CREATE INDEX"),  # SQLite: the <h1> is a section's
+        ("Notes - Ana's blog", ("", ""), ("Ana's Blog",), "Notes"),  # og:site_name, at the end
+        ("Ana's blog: Notes", ("", "Something else"), ("Ana's blog",), "Notes"),  # or at the start
+        ("Cooking: a primer - Part 2", ("", "Recipes"), (), "Cooking: a primer - Part 2"),  # kept whole
+        ("Ana's blog", ("", ""), ("Ana's blog",), "Ana's blog"),  # nothing else to keep
+    ],
+)  # fmt: skip
+def test_the_title_is_the_part_of_title_that_names_the_page(
+    title: str, names: tuple[str, ...], sites: tuple[str, ...], expected: str
+) -> None:
+    from tansaku.sources.formats import html
+
+    assert html.page_title(title, names, sites) == expected
+
+
+def _page(head: str, body: str) -> bytes:
+    return f"<!DOCTYPE html><html><head>{head}</head><body>{body}</body></html>".encode()
+
+
+TITLE_CASES = [
+    (_page("<title>CREATE INDEX</title>", "<h1><span>1. </span>Syntax</h1><p>x</p>"), "CREATE INDEX"),
+    (_page("<title>Tides — Harbour Naturalists</title>", "<h1>Tides</h1>"), "Tides"),
+    (_page('<meta property="og:site_name" content="Harbour Naturalists"><title>Harbour Naturalists'
+           ' | Tides and moons</title>', "<h1>Welcome</h1>"), "Tides and moons"),
+    (_page('<meta property="og:title" content="Tides and moons">', "<h1>1. Overview</h1>"),
+     "Tides and moons"),
+    (_page("", "<h1>Tides</h1><h1>Moons</h1>"), "Tides"),  # no <title>, no og:title: the first <h1>
+    (_page("", "<p>x</p><svg><title>a drawing</title></svg>"), ""),  # an <svg>'s is not the page's
+    (_page("<title>Tides</title><title>Moons</title>", "<p>x</p>"), "Tides"),
+    (_page("", "<p>x</p>"), ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("tree", [True, False], ids=["lexbor", "stdlib"])
+@pytest.mark.parametrize(("page", "title"), TITLE_CASES)
+def test_the_title_comes_from_title_then_og_title_then_the_first_h1(
+    page: bytes, title: str, tree: bool
+) -> None:
+    from tansaku.sources.formats import html
+
+    if tree:
+        pytest.importorskip("selectolax")
+    assert html.to_markdown(html.decode(page), tree=tree).title == title
+
+
+# Navigation as documentation generators write it (the pages of Debian's postgresql-doc-15,
+# debmake-doc, bash-doc and sqlite3-doc, cut short).
+NAVIGATION = _page(
+    '<meta name="Generator" content="makeinfo"><title>CREATE INDEX</title>',
+    """<div class=nosearch><div class="tagline">Small. Fast. Reliable.<br>Choose any three.</div>
+<div class="menu mainmenu"><ul><li><a href="index.html">Home</a><li><a href="about.html">About</a></ul></div>
+<div class="fancy_title">CREATE INDEX</div></div>
+<div class="navheader"><table summary="Navigation header"><tr><th colspan="5">CREATE INDEX</th></tr>
+<tr><td><a accesskey="p" href="a.html">Prev</a></td><td><a accesskey="u" href="b.html">Up</a></td>
+<th>SQL Commands</th><td><a accesskey="h" href="index.html">Home</a></td>
+<td><a accesskey="n" href="c.html">Next</a></td></tr></table><hr></div>
+<div class="header"><p>Next: <a href="#Intro" accesskey="n">Introduction</a>,
+Up: <a href="#Top">Top</a></p></div>
+<div class="nav-panel"><p>Previous: <a href="#Top">Top</a></p></div>
+<h1 class="header">Synopsis</h1><p>CREATE INDEX — define a new index</p>
+<div class="navfooter"><hr><table summary="Navigation footer"><tr><td><a href="a.html">Prev</a></td>
+<td><a href="index.html">Home</a></td><td><a href="c.html">Next</a></td></tr></table></div>""",
+)
+
+
+@pytest.mark.parametrize("tree", [True, False], ids=["lexbor", "stdlib"])
+def test_navigation_marked_by_documentation_generators_is_left_out(tree: bool) -> None:
+    from tansaku.sources.formats import html
+
+    if tree:
+        pytest.importorskip("selectolax")
+    got = html.to_markdown(html.decode(NAVIGATION), tree=tree)
+    assert got.text == "# Synopsis\n\nCREATE INDEX — define a new index\n"  # an <h1 class=header> stays
+    assert got.title == "CREATE INDEX"
+    # A page not made by makeinfo keeps its div.header (a common name: often the page's <h1>).
+    page = _page("<title>Tides</title>", '<div class="header"><h1>Tides</h1></div><p>x</p>')
+    assert html.to_markdown(html.decode(page), tree=tree).text == "# Tides\n\nx\n"
+
+
 HTML_CASES = [
     read("page.html").replace(b"<main>", b"<div>").replace(b"</main>", b"</div>"),
     b"<h1>Top</h1><p>kept</p><nav><p>menu",
     b"<ul><li>one<li>two</ul><p>a<p>b<table><tr><td>x<td>y</table>",
     "<div>" * 2000 + "<h2>Deep</h2>" + "</div>" * 2000,
+    NAVIGATION,
+    *(page for page, _ in TITLE_CASES),
 ]
 
 
-@pytest.mark.parametrize("page", HTML_CASES, ids=["page", "unclosed-nav", "implied-ends", "nested"])
+@pytest.mark.parametrize(
+    "page",
+    HTML_CASES,
+    ids=[
+        "page",
+        "unclosed-nav",
+        "implied-ends",
+        "nested",
+        "navigation",
+        *(f"title-{i}" for i in range(len(TITLE_CASES))),
+    ],
+)
 def test_both_html_parsers_give_the_same_text(page: bytes | str, monkeypatch: pytest.MonkeyPatch) -> None:
     """lexbor (the docs extra) when installed, the standard library's parser without it."""
     pytest.importorskip("selectolax")

@@ -141,7 +141,7 @@ def test_changed_bytes_are_extracted_again(cli: Cli, docs: Path, index_path: Pat
     report = update(cli)
     assert report["updated"] == ["page.html"]
     fresh = [key for key, (_, when) in extractions(index_path).items() if when != SENTINEL]
-    assert len(fresh) == 1 and fresh[0][1] == "html/1"
+    assert len(fresh) == 1 and fresh[0][1] == "html/2"
     assert "South cove" in cli("get", "docs/page.html").stdout
 
 

@@ -38,7 +38,9 @@ _UNDERLINED = re.compile(
 # 6: a Markdown file's front matter is stored as fields (fields/frontmatter.py, --where); TOML
 #    front matter (+++) gives the title.
 # 7: HTML files are indexed as their extracted text, not their markup (sources/formats/).
-INDEXER_VERSION = 7
+# 8: an HTML page's title is its <title> without the site's name, and documentation generators'
+#    navigation (DocBook, makeinfo, SQLite) is left out of its text (formats/html.py).
+INDEXER_VERSION = 8
 TITLE_SEARCH_CHARS = 16_384
 # Only prose formats have headings; in code a "# comment" or a docstring closed by '"""' is not
 # a title, so code files are titled by their name.

@@ -49,7 +49,8 @@ MASKS = {
 # A format's extractor version: bump it when the same bytes would give a different text, so
 # cached extractions made by the older one are not used; bump sources/reader.py's
 # INDEXER_VERSION with it, so that files unchanged on disk are read again.
-VERSIONS = {"pdf": 1, "html": 1, "docx": 1, "epub": 1}
+# html 2: the title is <title> without the site's name; generators' navigation divs left out.
+VERSIONS = {"pdf": 1, "html": 2, "docx": 1, "epub": 1}
 _MODULES = {
     "pdf": "tansaku.sources.formats.pdf",
     "html": "tansaku.sources.formats.html",

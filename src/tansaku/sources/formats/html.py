@@ -5,10 +5,27 @@ recursion, so a deeply nested page cannot exhaust the stack. lexbor parses about
 faster and mends broken markup as browsers do (an unclosed ``<p>`` or ``<li>``).
 
 What is kept: headings (``#`` lines), paragraphs, list items (``- ``), preformatted blocks
-(fenced), table rows (``| a | b |``). What is left out: scripts, styles, navigation, forms,
-asides, footers, and Sphinx's heading permalinks. When the page marks its main content
-(``<main>`` or ``role="main"``), only that is kept: the rest is the site around the page.
-Title: the first ``<h1>``, else ``<title>`` (which often carries the site's name as well).
+(fenced), table rows (``| a | b |``). What is left out: scripts, styles, navigation (``<nav>``,
+``role="navigation"``), forms, asides, footers, Sphinx's heading permalinks and sidebars, and the
+navigation that documentation generators mark with a class on a ``<div>``: DocBook XSL's
+``navheader`` and ``navfooter`` (the ``Prev | Up | Home | Next`` tables: PostgreSQL, debmake),
+makeinfo's ``header`` (texinfo 6: ``Next: ..., Up: ...``; on pages whose ``<meta
+name="generator">`` is makeinfo or texi2any only) and ``nav-panel`` (texinfo 7),
+``navigation``, and SQLite's ``nosearch`` (its site menu, and the page's title and table of
+contents repeated: what SQLite's own search leaves out too). When the page marks its main
+content (``<main>`` or ``role="main"``), only that is kept: the rest is the site around the page.
+
+Title: the page's ``<title>`` (the first, outside ``<svg>``), without the site's name. The
+title is cut at each separator (`` — ``, `` – ``, `` | ``, `` · ``, `` » ``, `` - ``, `` :: ``, ``: ``)
+into a part before and a part after; the first of these parts that reads the same as the page's
+own name (``og:title``, else the first ``<h1>``; case, spacing and a trailing ``¶`` aside) is
+the title: "pathlib — Object-oriented filesystem paths — Python 3.11 documentation" with that
+``<h1>`` gives "pathlib — Object-oriented filesystem paths", "PostgreSQL: Documentation: 15:
+CREATE INDEX" with an ``<h1>`` "CREATE INDEX" gives "CREATE INDEX". Else a first or last part
+that is the site's declared name (``og:site_name``, ``application-name``) is dropped. Else the
+``<title>`` stays whole: the site's name is only left in, never a part of the page's own name
+guessed away. Without a ``<title>``: ``og:title``, else the first ``<h1>``. (The first ``<h1>``
+used to come first: SQLite's pages begin with "1. Overview" or "1. Syntax".)
 """
 
 from __future__ import annotations
@@ -24,6 +41,10 @@ _SKIPPED = frozenset(
 )  # fmt: skip
 _SKIPPED_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary"})
 _SKIPPED_CLASSES = frozenset({"headerlink", "sphinxsidebar", "related"})
+# Navigation marked by documentation generators, on a <div> only (an <h1 class="header"> stays).
+_SKIPPED_DIV_CLASSES = frozenset({"navheader", "navfooter", "nav-panel", "navigation", "nosearch"})
+# makeinfo's (texinfo 6) class for its "Next: ..., Up: ..." line is a common name: only on its pages.
+_MAKEINFO = ("makeinfo", "texi2any")
 _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
      "track", "wbr"}
@@ -41,6 +62,10 @@ _SPACE = re.compile(r"\s+")
 _BREAK = "\ue000"  # a <br> while inline text is gathered (source newlines are only spaces)
 _MAIN = re.compile(rb"<main[\s>]|role\s*=\s*[\"']?main\b", re.I)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-]+)""", re.I)
+# Where a <title> is cut into the page's name and the site's: the spaced dashes and bars, and ": ".
+_TITLE_SEPARATOR = re.compile(r" (?:—|–|\||·|»|-|::) |: ")
+_META_NAMES = {"og:title": "og_title", "og:site_name": "site_name", "application-name": "site_name",
+               "generator": "generator"}  # fmt: skip
 
 
 def decode(raw: bytes) -> str:
@@ -67,7 +92,35 @@ def to_markdown(page: str, main_only: bool = False, *, tree: bool = True) -> Ext
     if not (tree and _walk_tree(writer, page)):
         writer.feed(page)
         writer.close()
-    return Extracted(text=writer.text(), title=writer.first_h1 or writer.title)
+    return Extracted(text=writer.text(), title=writer.page_title())
+
+
+def page_title(title: str, names: tuple[str, ...], site_names: tuple[str, ...] = ()) -> str:
+    """``title`` (the page's ``<title>``) without the site's name: the part before or after one
+    of its separators that reads as one of ``names`` (the page's ``og:title``, its first
+    ``<h1>``), else ``title`` with a first or last part that is one of ``site_names`` dropped,
+    else ``title`` whole."""
+    cuts = list(_TITLE_SEPARATOR.finditer(title))
+    if not cuts:
+        return title
+    parts = {}  # each part (before or after a cut) as it reads -> as it is written
+    for cut in cuts:
+        for part in (title[: cut.start()], title[cut.end() :]):
+            parts.setdefault(_same(part), part.strip())
+    for name in map(_same, names):
+        if name and name in parts:
+            return parts[name]
+    sites = {_same(n) for n in site_names if n}
+    first, last = title[: cuts[0].start()], title[cuts[-1].end() :]
+    if _same(last) in sites and title[: cuts[-1].start()].strip():
+        return title[: cuts[-1].start()].strip()
+    if _same(first) in sites and title[cuts[0].end() :].strip():
+        return title[cuts[0].end() :].strip()
+    return title
+
+
+def _same(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().rstrip("¶#").strip().casefold()
 
 
 def nesting_depth(page: str, stop: int) -> int:
@@ -129,7 +182,9 @@ class _Writer(HTMLParser):
         self.inline: list[str] = []
         self.title = ""
         self.first_h1 = ""
+        self.meta: dict[str, str] = {}  # og_title, site_name, generator: the first of each
         self._in_title = False
+        self._title_done = False
         self._skip: tuple[str, int] | None = None  # (tag, nesting) of the region being left out
         self._main: tuple[str, int] | None = None  # (tag, nesting) of the main content, when inside
         self._main_only = main_only
@@ -141,9 +196,19 @@ class _Writer(HTMLParser):
 
     # -- parser events -----------------------------------------------------------------------
 
+    def page_title(self) -> str:
+        """The title, by the rule of the module's docstring."""
+        og_title = self.meta.get("og_title", "")
+        if self.title:
+            return page_title(self.title, (og_title, self.first_h1), (self.meta.get("site_name", ""),))
+        return og_title or self.first_h1
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "title":
-            self._in_title = True
+            # The page's <title> is the first one, in the <head> or loose (not an <svg>'s).
+            self._in_title = not self._title_done and (self._skip is None or self._skip[0] == "head")
+        elif tag == "meta":
+            self._meta(attrs)
         if self._skip is not None:
             if tag == self._skip[0] and tag not in _VOID:
                 self._skip = (tag, self._skip[1] + 1)
@@ -152,7 +217,7 @@ class _Writer(HTMLParser):
         classes = set((attributes.get("class") or "").split())
         footnote = tag == "aside" and any(c.startswith("footnote") for c in classes)  # Sphinx: text
         skipped = (tag in _SKIPPED and not footnote) or attributes.get("role") in _SKIPPED_ROLES
-        if skipped or classes & _SKIPPED_CLASSES:
+        if skipped or classes & _SKIPPED_CLASSES or (tag == "div" and self._navigation_div(classes)):
             if tag not in _VOID:
                 self._skip = (tag, 1)
             return
@@ -170,8 +235,9 @@ class _Writer(HTMLParser):
             self.inline.append(_BREAK)
 
     def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
+        if tag == "title" and self._in_title:
             self._in_title = False
+            self._title_done = True
         if self._skip is not None:
             if tag == self._skip[0]:
                 depth = self._skip[1] - 1
@@ -193,6 +259,18 @@ class _Writer(HTMLParser):
             self._pre.append(data)
         else:
             self.inline.append(data)
+
+    def _navigation_div(self, classes: set[str]) -> bool:
+        if classes & _SKIPPED_DIV_CLASSES:
+            return True
+        return "header" in classes and self.meta.get("generator", "").lower().startswith(_MAKEINFO)
+
+    def _meta(self, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        key = _META_NAMES.get((attributes.get("property") or attributes.get("name") or "").lower())
+        content = _SPACE.sub(" ", attributes.get("content") or "").strip()
+        if key and content and key not in self.meta:
+            self.meta[key] = content
 
     # -- structure ---------------------------------------------------------------------------
 
