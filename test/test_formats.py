@@ -253,7 +253,7 @@ def test_the_title_comes_from_title_then_og_title_then_the_first_h1(
 
 
 # Navigation as documentation generators write it (the pages of Debian's postgresql-doc-15,
-# debmake-doc, bash-doc and sqlite3-doc, cut short).
+# debmake-doc, bash-doc, sqlite3-doc and zsh-doc (texinfo 6.8's table.header), cut short).
 NAVIGATION = _page(
     '<meta name="Generator" content="makeinfo"><title>CREATE INDEX</title>',
     """<div class=nosearch><div class="tagline">Small. Fast. Reliable.<br>Choose any three.</div>
@@ -266,6 +266,8 @@ NAVIGATION = _page(
 <div class="header"><p>Next: <a href="#Intro" accesskey="n">Introduction</a>,
 Up: <a href="#Top">Top</a></p></div>
 <div class="nav-panel"><p>Previous: <a href="#Top">Top</a></p></div>
+<table class="header" cellpadding="1" border="0"><tr><td>[<a href="#a"> &lt; </a>]</td>
+<td>[<a href="#b"> Up </a>]</td><td>[<a href="#c"> &gt; </a>]</td></tr></table>
 <h1 class="header">Synopsis</h1><p>CREATE INDEX — define a new index</p>
 <div class="navfooter"><hr><table summary="Navigation footer"><tr><td><a href="a.html">Prev</a></td>
 <td><a href="index.html">Home</a></td><td><a href="c.html">Next</a></td></tr></table></div>""",

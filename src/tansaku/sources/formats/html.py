@@ -217,7 +217,7 @@ class _Writer(HTMLParser):
         classes = set((attributes.get("class") or "").split())
         footnote = tag == "aside" and any(c.startswith("footnote") for c in classes)  # Sphinx: text
         skipped = (tag in _SKIPPED and not footnote) or attributes.get("role") in _SKIPPED_ROLES
-        if skipped or classes & _SKIPPED_CLASSES or (tag == "div" and self._navigation_div(classes)):
+        if skipped or classes & _SKIPPED_CLASSES or self._navigation(tag, classes):
             if tag not in _VOID:
                 self._skip = (tag, 1)
             return
@@ -260,10 +260,16 @@ class _Writer(HTMLParser):
         else:
             self.inline.append(data)
 
-    def _navigation_div(self, classes: set[str]) -> bool:
-        if classes & _SKIPPED_DIV_CLASSES:
+    def _navigation(self, tag: str, classes: set[str]) -> bool:
+        if tag == "div" and classes & _SKIPPED_DIV_CLASSES:
             return True
-        return "header" in classes and self.meta.get("generator", "").lower().startswith(_MAKEINFO)
+        # texinfo 6.8 puts its "[ < ] [ Up ] [ > ]" bar in a <table class="header">, 6.x's
+        # "Next: ..., Up: ..." in a <div class="header">.
+        return (
+            tag in ("div", "table")
+            and "header" in classes
+            and self.meta.get("generator", "").lower().startswith(_MAKEINFO)
+        )
 
     def _meta(self, attrs: list[tuple[str, str | None]]) -> None:
         attributes = dict(attrs)
