@@ -461,19 +461,19 @@ def build_man_pages(
         raise CorpusError(f"{spec.name} came out with only {count} pages; the packages' layout changed?")
 
 
-# html-manuals: package -> (folder in the corpus, the HTML tree inside the package, file glob)
-HTML_MANUAL_TREES: dict[str, tuple[str, str, str]] = {
-    "sphinx-doc": ("sphinx-doc", "usr/share/doc/sphinx-doc/html", "*.html"),
-    "debian-reference-en": ("debian-reference-en", "usr/share/debian-reference", "*.en.html"),
-    "zsh-doc": ("zsh-doc", "usr/share/doc/zsh-common/html", "*.html"),
-    "apache2-doc": ("apache2-doc", "usr/share/doc/apache2-doc/manual", "*.html"),
+# html-manuals: package (its folder in the corpus) -> (the HTML tree inside the package, file glob)
+HTML_MANUAL_TREES: dict[str, tuple[str, str]] = {
+    "sphinx-doc": ("usr/share/doc/sphinx-doc/html", "*.html"),
+    "debian-reference-en": ("usr/share/debian-reference", "*.en.html"),
+    "zsh-doc": ("usr/share/doc/zsh-common/html", "*.html"),
+    "apache2-doc": ("usr/share/doc/apache2-doc/manual", "*.html"),
 }
 
 
 def build_html_manuals(spec: CorpusSpec, ctx: BuildContext) -> None:
     """The HTML pages of each pinned manual, unchanged, under ``<package>/<path in its tree>``."""
     for pin in spec.pins:
-        folder, tree, pattern = HTML_MANUAL_TREES[pin.name]
+        tree, pattern = HTML_MANUAL_TREES[pin.name]
         deb = apt_download(pin, ctx.work, ctx)
         root = deb_extract(deb, ctx.work / f"x-{pin.name}") / tree
         if not root.is_dir():
@@ -482,7 +482,7 @@ def build_html_manuals(spec: CorpusSpec, ctx: BuildContext) -> None:
         for src in sorted(root.rglob(pattern)):
             if src.is_symlink() or not src.is_file():
                 continue
-            target = ctx.out / folder / src.relative_to(root)
+            target = ctx.out / pin.name / src.relative_to(root)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, target)
             copied += 1

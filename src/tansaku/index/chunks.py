@@ -93,11 +93,16 @@ def chunk_one(
     )
     summary.documents += 1
     summary.chunks += len(result.chunks)
-    split = [kind for kind in map(long_block_kind, result.warnings) if kind is not None]
+    split = []
+    for warning in result.warnings:
+        kind = long_block_kind(warning)
+        if kind is None:
+            summary.warnings.append(f"{path}: {warning}")
+        else:
+            split.append(kind)
     if split:
         summary.split_blocks.update(split)
         summary.split_paths.append(path)
-    summary.warnings.extend(f"{path}: {w}" for w in result.warnings if long_block_kind(w) is None)
     summary.seconds += time.perf_counter() - started
 
 

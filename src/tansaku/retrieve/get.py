@@ -403,15 +403,18 @@ def get_document(
 
             return turn_window(conn, doc, config.collections, bounds, context=context, raw=raw)
         found = slice_document(conn, doc, config.collections, config.contexts, bounds)
-        others = _docid_copies(conn, base, doc)
+        others = _docid_copies(conn, base, doc, config.collections)
         return replace(found, also_at=others) if others else found
 
 
-def _docid_copies(conn: Any, ref: str, doc: store.StoredDocument) -> tuple[str, ...]:
+def _docid_copies(
+    conn: Any, ref: str, doc: store.StoredDocument, collections: Mapping[str, Any]
+) -> tuple[str, ...]:
     """A docid names a text, and copies of it share the docid: the other paths of ``doc``'s text
     when ``ref`` was its docid (``doc`` is the first by collection and path), else ()."""
+    from ..search.copies import other_paths
+
     docid = _DOCID.match(ref.strip())
     if docid is None or not doc.hash.startswith(docid.group(1).lower()):
         return ()
-    same = store.documents_with_hashes(conn, [doc.hash])
-    return tuple(sorted(virtual_path(d.collection, d.path) for d in same if d.id != doc.id))
+    return other_paths(conn, [doc], collections).get(doc.id, ())

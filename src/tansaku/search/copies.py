@@ -11,6 +11,7 @@ same on both backends.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection as Names
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -56,19 +57,19 @@ def first_copies(conn: Any, doc_ids: Sequence[int], limit: int | None) -> Distin
         for offset, doc_id in enumerate(batch):
             doc = docs.get(doc_id)
             if doc is not None:
-                translated = neutral(doc.path)
-                page = None if translated is None else (doc.collection, translated[0])
                 if doc.hash in seen:
                     found.hidden += 1
                     continue
                 seen.add(doc.hash)
-                if page is not None and translated is not None:
+                translated = neutral(doc.path)
+                if translated is not None:
+                    page, code = (doc.collection, translated[0]), translated[1]
                     if page in pages:
                         found.hidden += 1
                         first = pages[page]
                         known = found.languages.get(first, ())
-                        if translated[1] not in known:
-                            found.languages[first] = (*known, translated[1])
+                        if code not in known:
+                            found.languages[first] = (*known, code)
                         continue
                     pages[page] = doc_id
             kept.append(start + offset)
@@ -127,8 +128,10 @@ def merged_copies(conn: Any, hits: Sequence[Hit]) -> list[Hit]:
     first_text: dict[str, int] = {}
     first_page: dict[tuple[str, str], int] = {}
     out: list[Hit] = []
+    # Copies share their docid (the hash's start): only hits whose docid repeats are read.
+    repeated = {docid for docid, n in Counter(hit.docid for hit in hits).items() if n > 1}
     for hit in hits:
-        doc = store.document_at(conn, hit.collection, hit.path)
+        doc = store.document_at(conn, hit.collection, hit.path) if hit.docid in repeated else None
         text = doc.hash if doc is not None else None
         translated = neutral(hit.path)
         page = (hit.collection, translated[0]) if translated is not None else None
