@@ -9,8 +9,9 @@ What is kept: headings (``#`` lines), paragraphs, list items (``- ``), preformat
 ``role="navigation"``), forms, asides, footers, Sphinx's heading permalinks and sidebars, and the
 navigation that documentation generators mark with a class on a ``<div>``: DocBook XSL's
 ``navheader`` and ``navfooter`` (the ``Prev | Up | Home | Next`` tables: PostgreSQL, debmake),
-makeinfo's ``header`` (texinfo 6: ``Next: ..., Up: ...``; on pages whose ``<meta
-name="generator">`` is makeinfo or texi2any only) and ``nav-panel`` (texinfo 7),
+makeinfo's ``header`` (texinfo 6: ``Next: ..., Up: ...``, and on a ``<table>`` too: texinfo
+6.8's ``[ < ] [ Up ] [ > ]`` bar; on pages whose ``<meta name="generator">`` is makeinfo or
+texi2any only) and ``nav-panel`` (texinfo 7),
 ``navigation``, and SQLite's ``nosearch`` (its site menu, and the page's title and table of
 contents repeated: what SQLite's own search leaves out too). When the page marks its main
 content (``<main>`` or ``role="main"``), only that is kept: the rest is the site around the page.
@@ -43,7 +44,7 @@ _SKIPPED_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "co
 _SKIPPED_CLASSES = frozenset({"headerlink", "sphinxsidebar", "related"})
 # Navigation marked by documentation generators, on a <div> only (an <h1 class="header"> stays).
 _SKIPPED_DIV_CLASSES = frozenset({"navheader", "navfooter", "nav-panel", "navigation", "nosearch"})
-# makeinfo's (texinfo 6) class for its "Next: ..., Up: ..." line is a common name: only on its pages.
+# makeinfo's class for its navigation ("header") is a common name: only on its pages.
 _MAKEINFO = ("makeinfo", "texi2any")
 _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
