@@ -304,6 +304,35 @@ def test_symlink_loop_and_outside_link_are_skipped(cli: Cli, indexed: Path, tmp_
     assert paths_for(cli, "okapi") == ["fine.md"]
 
 
+def test_a_folder_link_sorting_before_its_target_indexes_each_file_once(cli: Cli, tmp_path: Path) -> None:
+    # Issue 38: "a -> zoo" is walked first, but zoo/ is walked under its own name too; the link
+    # is an alias, so the documents are the distinct files, at their real paths.
+    folder = tmp_path / "linked"
+    write(folder / "zoo" / "one.md", "# One\nquokka\n")
+    write(folder / "zoo" / "deep" / "two.md", "# Two\ntapir\n")
+    write(folder / "top.md", "# Top\nnumbat\n")
+    (folder / "a").symlink_to("zoo")
+    (folder / "archive").symlink_to(".attic")  # a hidden folder: the first link is the way in
+    (folder / "backup").symlink_to(".attic")
+    write(folder / ".attic" / "old.md", "# Old\nbilby\n")
+    distinct = ["archive/old.md", "top.md", "zoo/deep/two.md", "zoo/one.md"]
+
+    data = ok_json(cli("collection", "add", folder, "--name", "linked", "--json"))
+    [report] = data["collections"]
+    assert report["added"] == distinct
+    assert skipped(report) == {"a/": "symlink-duplicate", "backup/": "symlink-duplicate"}
+    info = ok_json(cli("collection", "show", "linked", "--json"))
+    assert info["documents"] == len(distinct)
+    assert paths_for(cli, "quokka") == ["zoo/one.md"]
+    assert paths_for(cli, "bilby") == ["archive/old.md"]
+
+    again = update(cli)
+    assert again["added"] == [] and again["removed"] == []
+    assert again["unchanged"] == len(distinct)
+    assert skipped(again) == skipped(report)
+    assert ok_json(cli("status", "--json"))["pending"] == []
+
+
 def test_cli_update_output_names_skipped_and_repaired(cli: Cli, indexed: Path) -> None:
     write(indexed / "x.md", b"\x00")
     write(indexed / "latin.md", b"caf\xe9\n")

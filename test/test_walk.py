@@ -250,14 +250,102 @@ def test_symlink_to_the_folder_it_is_in_is_a_loop(tmp_path: Path) -> None:
     assert skipped(items) == [("a/here/", "symlink-loop"), ("a/top/", "symlink-loop")]
 
 
-def test_symlinked_directory_inside_root_is_walked(tmp_path: Path) -> None:
-    # "a" sorts first, so the target is first reached through the link; the real directory is
-    # still walked under its own name.
-    make(tmp_path, "z/x.md")
-    (tmp_path / "a").symlink_to("z")
+# A symlinked folder is an alias (issue 38): its files are found once, under their real path
+# when the walk reaches it under its own name, whether the link sorts before or after it.
+
+
+@pytest.mark.parametrize("link", ["a", "zz"])
+def test_link_to_a_folder_walked_under_its_own_name_is_a_duplicate_in_either_order(
+    tmp_path: Path, link: str
+) -> None:
+    make(tmp_path, "m/x.md", "m/sub/y.md", "top.md")
+    (tmp_path / link).symlink_to("m")
     items = run(tmp_path)
-    assert found(items) == ["a/x.md", "z/x.md"]
+    assert found(items) == ["m/sub/y.md", "m/x.md", "top.md"]
+    assert skipped(items) == [(f"{link}/", "symlink-duplicate")]
+    assert paths(items) == sorted(paths(items))
+
+
+def test_link_sorting_before_its_target_is_neither_listed_nor_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "root"
+    make(root, "z/x.md", "z/deep/y.md")
+    (root / "a").symlink_to("z")
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def spy(path: str) -> object:
+        listed.append(os.path.relpath(path, root))
+        return real_scandir(path)
+
+    monkeypatch.setattr(walk_module.os, "scandir", spy)
+    items = run(root)
+    assert paths(items) == ["a/", "z/deep/y.md", "z/x.md"]
+    assert skipped(items) == [("a/", "symlink-duplicate")]
+    assert listed == [".", "z", "z/deep"]  # the link's folder is never listed
+
+
+def test_link_before_a_folder_deeper_down_is_a_duplicate(tmp_path: Path) -> None:
+    make(tmp_path, "docs/guide/x.md", "docs/index.md")
+    (tmp_path / "a-guide").symlink_to("docs/guide")
+    (tmp_path / "docs" / "a").symlink_to("guide")  # a link sorting before its sibling target
+    items = run(tmp_path)
+    assert found(items) == ["docs/guide/x.md", "docs/index.md"]
+    assert skipped(items) == [("a-guide/", "symlink-duplicate"), ("docs/a/", "symlink-duplicate")]
+
+
+@pytest.mark.parametrize("target", [".vault", "node_modules", "shared/.attic"])
+def test_link_to_a_folder_the_walk_skips_is_the_way_in(tmp_path: Path, target: str) -> None:
+    make(tmp_path, f"{target}/x.md", "top.md")
+    (tmp_path / "notes").symlink_to(target)
+    items = run(tmp_path)
+    assert found(items) == ["notes/x.md", "top.md"]
     assert skipped(items) == []
+
+
+@pytest.mark.parametrize("link", ["a", "zz"])
+def test_link_to_an_ignored_folder_is_the_way_in(tmp_path: Path, link: str) -> None:
+    make(tmp_path, "drafts/x.md", "drafts/sub/y.md", "top.md")
+    (tmp_path / link).symlink_to("drafts/sub")
+    items = run(tmp_path, ignore=["drafts"])
+    assert found(items) == sorted([f"{link}/y.md", "top.md"])
+    assert skipped(items) == []
+
+
+def test_link_to_a_folder_the_masks_do_not_reach_is_the_way_in(tmp_path: Path) -> None:
+    make(tmp_path, "docs/index.md", "shared/x.md")
+    (tmp_path / "docs" / "guide").symlink_to("../shared")
+    items = run(tmp_path, ["docs/**/*.md"])
+    assert found(items) == ["docs/guide/x.md", "docs/index.md"]
+    assert skipped(items) == []
+
+
+def test_two_links_to_one_hidden_folder_walk_it_once(tmp_path: Path) -> None:
+    make(tmp_path, ".vault/x.md")
+    (tmp_path / "a").symlink_to(".vault")
+    (tmp_path / "b").symlink_to(".vault")
+    items = run(tmp_path)
+    assert found(items) == ["a/x.md"]
+    assert skipped(items) == [("b/", "symlink-duplicate")]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected", "duplicate"),
+    [
+        (".vault", ".vault/sub", ["a/sub/x.md", "a/y.md"], "b/"),  # the second link goes inside
+        (".vault/sub", ".vault", ["a/x.md", "b/y.md"], "b/sub/"),  # the second goes around
+    ],
+)
+def test_links_to_nested_hidden_folders_walk_each_folder_once(
+    tmp_path: Path, a: str, b: str, expected: list[str], duplicate: str
+) -> None:
+    make(tmp_path, ".vault/sub/x.md", ".vault/y.md")
+    (tmp_path / "a").symlink_to(a)
+    (tmp_path / "b").symlink_to(b)
+    items = run(tmp_path)
+    assert found(items) == expected
+    assert skipped(items) == [(duplicate, "symlink-duplicate")]
 
 
 def test_root_that_is_a_symlink(tmp_path: Path) -> None:

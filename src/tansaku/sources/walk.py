@@ -3,9 +3,18 @@
 The walk never opens a file. It yields a :class:`FoundFile` for every regular file whose path
 matches the masks, and a :class:`~tansaku.types.SkippedFile` for what the user asked for (by
 the masks) but cannot have: symlinks leaving the root, looping (to a folder above them) or
-duplicating (to a folder already walked), unreadable entries, things
-that are not regular files. What is not the user's documents at all (hidden entries, ``.git``,
-``node_modules``, ignored paths) is left out silently.
+duplicating (see below), unreadable entries, things that are not regular files. What is not the
+user's documents at all (hidden entries, ``.git``, ``node_modules``, ignored paths) is left out
+silently.
+
+A symlinked folder is an alias, never a second copy of its files. When its target is a folder
+the walk reaches under its own name (every folder on the way there is walked: not hidden, not
+``node_modules``, not ignored, possibly holding a match), the link is a ``symlink-duplicate``
+whether it sorts before or after that folder, and the files are found under their real path only.
+A target the walk does not reach under its own name (a hidden or ignored folder) is walked through
+the first link to it, and any other way to it (another link to it, to a folder inside it or to
+one around it) is a ``symlink-duplicate``. Which way in is taken depends on paths alone, so it
+is the same in every walk of the same tree.
 
 Output is sorted by ``rel_path``: each directory's entries are sorted with ``"/"`` appended to
 directory names, which makes the depth-first order equal to the plain string order of the
@@ -75,12 +84,34 @@ def _is_within(real: str, real_root: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
+def _walked_by_own_name(real: str, real_root: str, masks: MaskMatcher, ignore: MaskMatcher | None) -> bool:
+    """True when the walk reaches the folder ``real`` (strictly inside ``real_root``) under its own
+    name: every folder from the root down to it is one the walk enters.
+
+    The same tests as the walk's, on the path alone (no syscall): no hidden or
+    ``ALWAYS_SKIPPED_DIRS`` name, no folder pruned by ``ignore``, and masks that may match below
+    each. A real path has no symlink in it, so each of those folders is a plain one.
+    """
+    rel = real[len(real_root.rstrip(os.sep)) + 1 :].replace(os.sep, "/")
+    prefix = ""
+    for name in rel.split("/"):
+        prefix = f"{prefix}/{name}" if prefix else name
+        if name.startswith(".") or name in ALWAYS_SKIPPED_DIRS:
+            return False
+        if ignore is not None and ignore.matches_dir(prefix):
+            return False
+        if not masks.may_match_below(prefix):
+            return False
+    return True
+
+
 def _walk(
     top: str, root_entries: list[os.DirEntry[str]], masks: MaskMatcher, ignore: MaskMatcher | None
 ) -> Iterator[FoundFile | SkippedFile]:
     real_root = os.path.realpath(top)
     # Real paths of every directory entered: a symlink to any of them would walk it twice, or
-    # forever when it points at an ancestor.
+    # forever when it points at an ancestor. (A link to a folder still to come under its own name
+    # is caught by _walked_by_own_name instead.)
     visited = {real_root}
     # Each frame: (rel path of the directory, "" for the root; its real path; its entries left).
     stack: list[tuple[str, str, Iterator[os.DirEntry[str]]]] = [("", real_root, iter(root_entries))]
@@ -116,9 +147,10 @@ def _walk(
                 elif _is_within(real_dir, real):
                     # It leads back to the folder it is in, or to one above: walking it never ends.
                     problem = "symlink-loop"
-                elif real in visited:
-                    # A folder already walked under its own name (or another link's): its files
-                    # are in the collection once already.
+                elif real in visited or _walked_by_own_name(real, real_root, masks, ignore):
+                    # A folder walked already (under its own name or through another link), or
+                    # one the walk reaches under its own name later on (the link sorts first):
+                    # its files are in the collection once, at their real paths.
                     problem = "symlink-duplicate"
                 if problem is not None:
                     if masks.may_match_below(rel) or masks.matches(rel):
@@ -127,6 +159,12 @@ def _walk(
             else:
                 # Not a link, so no syscall is needed to know where it really is.
                 real = os.path.join(real_dir, name)
+                if real in visited:
+                    # Inside a link's folder, a folder walked already through another link (one
+                    # to it, where this link goes to a folder around it): not a second time.
+                    if masks.may_match_below(rel) or masks.matches(rel):
+                        yield SkippedFile(rel + "/", "symlink-duplicate")
+                    continue
             if masks.matches(rel):
                 yield SkippedFile(rel, "not-a-file")
             if not masks.may_match_below(rel):
