@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import sqlean
 
+from tansaku.sources.formats import extractor_id
+
 CliResult = Any
 Cli = Callable[..., CliResult]
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "formats"
@@ -141,7 +143,7 @@ def test_changed_bytes_are_extracted_again(cli: Cli, docs: Path, index_path: Pat
     report = update(cli)
     assert report["updated"] == ["page.html"]
     fresh = [key for key, (_, when) in extractions(index_path).items() if when != SENTINEL]
-    assert len(fresh) == 1 and fresh[0][1] == "html/2"
+    assert len(fresh) == 1 and fresh[0][1] == extractor_id("html")
     assert "South cove" in cli("get", "docs/page.html").stdout
 
 

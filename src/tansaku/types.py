@@ -308,6 +308,10 @@ class CollectionUpdate:
     # them), then per-file notes ("path: note"), e.g. grammar missing, fell back to regex.
     chunk_warnings: list[str] = field(default_factory=list)
     split_blocks: int = 0
+    # Blocks a site repeats on its pages (menus, footers) left out of the HTML pages read, and
+    # the pages they were left out of (index/repeated.py).
+    repeated_blocks: int = 0
+    repeated_pages: int = 0
     chunk_ms: float = 0.0  # time spent chunking and storing chunks
     failed: str | None = None  # why this collection was not updated
     # transcript collections

@@ -38,6 +38,7 @@ from .chunks import ChunkingSummary, chunk_one, params_for
 from .extracting import ExtractionLog, Reading, read_formatted, ready
 from .fields import FieldWriter, field_warnings
 from .progress import Progress
+from .repeated import leave_out_repeated
 
 
 @dataclass
@@ -54,6 +55,9 @@ class _Plan:
     extractions: ExtractionLog = field(default_factory=ExtractionLog)
     # Files read and skipped for a reason that lasts while the file is unchanged.
     lasting_skips: list[store.SkippedRow] = field(default_factory=list)
+    # Blocks a site repeats on its pages left out of the HTML pages read (index/repeated.py).
+    repeated_blocks: int = 0
+    repeated_pages: int = 0
 
 
 # Skip reasons that may go away with the file unchanged (its permissions fixed, the docs extra
@@ -122,6 +126,7 @@ def plan(
     seen: set[str] = set()
     with ExtractionPool() as pool:
         _read_found(conn, found, existing, outdated, max_file_bytes, result, seen, pool, progress)
+    leave_out_repeated(conn, result, existing, seen)
     # A folder that could not be listed this time keeps its documents: a permission hiccup
     # must not silently empty part of the index.
     gone = [
@@ -346,6 +351,8 @@ def report(name: str, work: _Plan) -> CollectionUpdate:
             + [item.rel_path for _, item, doc in work.change if doc.repaired]
         ),
         skipped=work.skipped,
+        repeated_blocks=work.repeated_blocks,
+        repeated_pages=work.repeated_pages,
         warnings=[
             *field_warnings(work.broken_front),
             *(

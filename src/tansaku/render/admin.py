@@ -110,6 +110,13 @@ def _update_one(c: CollectionUpdate, dry_run: bool) -> list[str]:
     if not dry_run and not c.failed and (c.chunked or (c.chunks and _changed(c))):
         lines.append(f"  {chunk_counts(c)}")
     lines += [f"  chunking: {clean(w)}" for w in c.chunk_warnings]
+    if c.repeated_blocks:
+        left = "would leave" if dry_run else "left"
+        pages = "1 HTML page" if c.repeated_pages == 1 else f"{c.repeated_pages} HTML pages"
+        lines.append(
+            f"  {left} out {c.repeated_blocks} blocks the collection's pages repeat"
+            f" (menus, banners, footers) from {pages}"
+        )
     if not dry_run:
         lines += [f"  moved: {clean(a)} -> {clean(b)}" for a, b in c.moved]
     repaired = "would repair" if dry_run else "repaired"

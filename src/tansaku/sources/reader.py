@@ -40,7 +40,9 @@ _UNDERLINED = re.compile(
 # 7: HTML files are indexed as their extracted text, not their markup (sources/formats/).
 # 8: an HTML page's title is its <title> without the site's name, and documentation generators'
 #    navigation (DocBook, makeinfo, SQLite) is left out of its text (formats/html.py).
-INDEXER_VERSION = 8
+# 9: the blocks a site repeats on its HTML pages (menus, footers) are left out of them
+#    (sources/boilerplate.py, index/repeated.py).
+INDEXER_VERSION = 9
 TITLE_SEARCH_CHARS = 16_384
 # Only prose formats have headings; in code a "# comment" or a docstring closed by '"""' is not
 # a title, so code files are titled by their name.

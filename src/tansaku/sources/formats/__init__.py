@@ -50,7 +50,9 @@ MASKS = {
 # cached extractions made by the older one are not used; bump sources/reader.py's
 # INDEXER_VERSION with it, so that files unchanged on disk are read again.
 # html 2: the title is <title> without the site's name; generators' navigation divs left out.
-VERSIONS = {"pdf": 1, "html": 2, "docx": 1, "epub": 1}
+# html 3: the blocks a collection's pages repeat are left out of them (index/repeated.py): the
+#   same bytes now index as a different text.
+VERSIONS = {"pdf": 1, "html": 3, "docx": 1, "epub": 1}
 _MODULES = {
     "pdf": "tansaku.sources.formats.pdf",
     "html": "tansaku.sources.formats.html",

@@ -26,7 +26,8 @@ CREATE INDEX" with an ``<h1>`` "CREATE INDEX" gives "CREATE INDEX". Else a first
 that is the site's declared name (``og:site_name``, ``application-name``) is dropped. Else the
 ``<title>`` stays whole: the site's name is only left in, never a part of the page's own name
 guessed away. Without a ``<title>``: ``og:title``, else the first ``<h1>``. (The first ``<h1>``
-used to come first: SQLite's pages begin with "1. Overview" or "1. Syntax".)
+used to come first: SQLite's pages begin with "1. Overview" or "1. Syntax".) An update cuts off a
+part more: one that the collection's pages repeat as a block of their own (index/repeated.py).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ _BREAK = "\ue000"  # a <br> while inline text is gathered (source newlines are o
 _MAIN = re.compile(rb"<main[\s>]|role\s*=\s*[\"']?main\b", re.I)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-]+)""", re.I)
 # Where a <title> is cut into the page's name and the site's: the spaced dashes and bars, and ": ".
-_TITLE_SEPARATOR = re.compile(r" (?:—|–|\||·|»|-|::) |: ")
+SEPARATOR = re.compile(r" (?:—|–|\||·|»|-|::) |: ")
 _META_NAMES = {"og:title": "og_title", "og:site_name": "site_name", "application-name": "site_name",
                "generator": "generator"}  # fmt: skip
 
@@ -101,7 +102,7 @@ def page_title(title: str, names: tuple[str, ...], site_names: tuple[str, ...] =
     of its separators that reads as one of ``names`` (the page's ``og:title``, its first
     ``<h1>``), else ``title`` with a first or last part that is one of ``site_names`` dropped,
     else ``title`` whole."""
-    cuts = list(_TITLE_SEPARATOR.finditer(title))
+    cuts = list(SEPARATOR.finditer(title))
     if not cuts:
         return title
     parts = {}  # each part (before or after a cut) as it reads -> as it is written
