@@ -89,6 +89,9 @@ CASES: dict[tuple[str, ...], tuple[list[str] | None, list[str]]] = {
     ("bench",): (["ROOT/nosuch.jsonl"], [str(SET), "--mode", "fastest"]),
     ("mcp",): (["stop"], ["--port", "http"]),  # no daemon runs
     ("ui",): (None, ["--port", "http"]),  # starts or reuses a server; names nothing
+    ("skill", "show"): (None, ["--format", "xml"]),  # names nothing
+    ("skill", "install"): (None, ["--agent", "nosuch"]),  # writes where it is told; names no thing
+    ("skill", "remove"): (["--dir", "ROOT/nosuch"], ["--agent", "nosuch"]),
 }
 
 

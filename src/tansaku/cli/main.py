@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from .. import __version__
-from . import admin, bench, collections, doctor, models, query, search, serve, sessions, vectors
+from . import admin, bench, collections, doctor, models, query, search, serve, sessions, skill, vectors
 from .common import CommandParser, Output, add_index_option
 
 EXIT_INTERNAL = 70
@@ -32,6 +32,7 @@ _GROUPS: tuple[ModuleType, ...] = (
     models,
     bench,
     serve,
+    skill,
 )
 # Which module registers each command. Building all ~40 parsers costs ~13 ms, most of a search's
 # start-up, so a run registers only its own command's group (test_startup_cost checks that this
@@ -56,6 +57,7 @@ _COMMAND_GROUPS: dict[str, ModuleType] = {
     "mcp": serve,
     "ui": serve,
     "completion": admin,
+    "skill": skill,
 }
 
 
