@@ -46,7 +46,10 @@ def site(count: int = 8, **kwargs: Any) -> dict[str, str]:
 
 
 def test_blocks_give_the_text_back() -> None:
-    text = "# T\n\npara one\nline two\n\n- a\n- b\n  - c\n\n| x | y |\n| 1 | 2 |\n\n```\ncode\n\n# not a heading\n```\n\nend\n"
+    text = (
+        "# T\n\npara one\nline two\n\n- a\n- b\n  - c\n\n| x | y |\n| 1 | 2 |\n\n"
+        "```\ncode\n\n# not a heading\n```\n\nend\n"
+    )
     assert join(blocks(text)) == text
     assert [b.kind for b in blocks(text)] == [
         "heading",
@@ -200,8 +203,8 @@ def test_update_says_what_it_left_out_and_a_dry_run_what_it_would(cli: Cli, tmp_
     result = cli("collection", "add", folder, "--name", "site", "--formats", "html", "--dry-run")
     assert result.exit_code == 0, result.stderr
     assert (
-        "  would leave out 24 blocks the collection's pages repeat (menus, banners, footers) from 8 HTML pages"
-        in result.stdout
+        "  would leave out 24 blocks the collection's pages repeat (menus, banners, footers)"
+        " from 8 HTML pages" in result.stdout
     )
     result = cli("collection", "add", folder, "--name", "site", "--formats", "html")
     assert (
