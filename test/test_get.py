@@ -267,12 +267,13 @@ def test_multi_get_max_bytes_counts_the_text_printed_not_the_file(cli, tmp_path:
 
 
 def test_multi_get_says_when_every_match_was_skipped_and_lists_each(cli, indexed: Path):
-    for name in ("one.md", "two.md"):
-        (indexed / "notes" / name).write_text("# Long\n" + "a long line of words\n" * 100, encoding="utf-8")
+    for name in ("one.md", "two.md"):  # two texts (copies of one text would be one document)
+        text = "# Long\n" + f"a long line of words ({name[:3]})\n" * 100
+        (indexed / "notes" / name).write_text(text, encoding="utf-8")
     cli("update")
     result = cli("multi-get", "sample/notes/one.md,sample/notes/two.md", "--max-bytes", "500")
     assert result.exit_code == 1
-    one = "skipped tansaku://sample/notes/one.md: its text is 2107 bytes, over --max-bytes 500"
+    one = "skipped tansaku://sample/notes/one.md: its text is 2707 bytes, over --max-bytes 500"
     assert one in result.stdout
     assert "skipped tansaku://sample/notes/two.md" in result.stdout
     assert "all 2 documents that match were skipped" in result.stdout + result.stderr
@@ -280,3 +281,22 @@ def test_multi_get_says_when_every_match_was_skipped_and_lists_each(cli, indexed
     mixed = cli("multi-get", "sample/notes/one.md,sample/notes/ideas.md", "--max-bytes", "500", "--json")
     assert mixed.exit_code == 0 and mixed.json()["warnings"] == []
     assert [s["virtual_path"] for s in mixed.json()["skipped"]] == ["tansaku://sample/notes/one.md"]
+
+
+def test_multi_get_prints_a_text_once_with_its_other_paths(cli, tmp_path: Path):
+    # Issue 38: copies of one text (a copied file, a symlink) are one document with its paths.
+    folder = tmp_path / "copies"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Wombat burrows\n\nDeep and long.\n", encoding="utf-8")
+    (folder / "b.md").write_text("# Wombat burrows\n\nDeep and long.\n", encoding="utf-8")
+    (folder / "c.md").write_text("# Numbat\n\nEats termites.\n", encoding="utf-8")
+    assert cli("collection", "add", folder, "--name", "copies").exit_code == 0
+    data = cli("multi-get", "copies/*.md", "--json").json()
+    shown = [(d["virtual_path"], d.get("also_at", [])) for d in data["documents"]]
+    assert shown == [("tansaku://copies/a.md", ["tansaku://copies/b.md"]), ("tansaku://copies/c.md", [])]
+    # Named alone, the copy is printed at its own path, the other one listed.
+    [only] = cli("multi-get", "copies/b.md", "--json").json()["documents"]
+    assert only["virtual_path"] == "tansaku://copies/b.md" and only["also_at"] == ["tansaku://copies/a.md"]
+    text = cli("multi-get", "copies/*.md").stdout
+    assert text.count("Deep and long.") == 1
+    assert "is at 2 paths: showing tansaku://copies/a.md; also at: tansaku://copies/b.md]" in text

@@ -265,7 +265,13 @@ def multi_get(
                 docs.append(resolve(conn, item, collections, similar, disk_paths=disk_paths))
             except DocumentNotFound as exc:
                 warnings.append(Notice("NO_MATCH", f"{exc.message} ({exc.hint})"))
-    unique = list({doc.id: doc for doc in docs}.values())
+    # One text once: copies of it (a symlinked or copied file, a folder added twice) are printed
+    # at the first path matched, their paths in also_at.
+    first: dict[str, store.StoredDocument] = {}
+    for doc in docs:
+        first.setdefault(doc.hash, doc)
+    unique = list(first.values())
+    copies = _other_paths(conn, unique, collections)
     # The rule is about the text multi-get prints (a PDF's or an HTML page's extracted text, a
     # text file's text), never the file on disk: markup can make a page 5 times its text.
     sizes = store.text_bytes(conn, [doc.hash for doc in unique])
@@ -292,7 +298,7 @@ def multi_get(
             )
             skipped.append(_skip(doc, text_bytes, why))
             continue
-        slices.append(piece)
+        slices.append(replace(piece, also_at=copies[doc.id]) if doc.id in copies else piece)
     if unique and not slices:
         warnings.append(_nothing_printed(len(unique), max_bytes, max_lines))
     return MultiGetResult(
@@ -405,6 +411,14 @@ def get_document(
         found = slice_document(conn, doc, config.collections, config.contexts, bounds)
         others = _docid_copies(conn, base, doc, config.collections)
         return replace(found, also_at=others) if others else found
+
+
+def _other_paths(
+    conn: Any, docs: list[store.StoredDocument], collections: Mapping[str, Any]
+) -> dict[int, tuple[str, ...]]:
+    from ..search.copies import other_paths
+
+    return other_paths(conn, docs, collections)
 
 
 def _docid_copies(
