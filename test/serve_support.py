@@ -134,6 +134,16 @@ def http_server(
         stop(process)
 
 
+def tool_error(result: Any) -> dict[str, Any]:
+    """The CLI's error object of an MCP tool error (an SDK result or the raw JSON one): an error
+    result has no structuredContent, its last text block holds ``{"error": {...}}``."""
+    if isinstance(result, dict):
+        assert result["isError"] is True and "structuredContent" not in result, result
+        return json.loads(result["content"][-1]["text"])["error"]
+    assert result.is_error and result.structured_content is None, result
+    return json.loads(result.content[-1].text)["error"]
+
+
 def without_timings(data: Any) -> Any:
     """Results with the wall-clock fields removed: the only part two runs may differ in."""
     if isinstance(data, dict):

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from .models_fixture import requires_llama, requires_minilm
-from .serve_support import Server, http_server
+from .serve_support import Server, http_server, tool_error
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.both_backends]
 
@@ -114,6 +114,5 @@ def test_mcp_tools_take_where_and_fields(garden: Path):
     assert search.structured_content["results"][0]["fields"]["title"] == "Gamma compost notes"
     assert "fields: title: Gamma compost notes" in search.content[0].text
     assert stems(seen["query"].structured_content) == {"epsilon"}
-    bad = seen["bad"]
-    assert bad.is_error and bad.structured_content["error"]["code"] == "USAGE"
-    assert "compares dates" in bad.structured_content["error"]["message"]
+    bad = tool_error(seen["bad"])
+    assert bad["code"] == "USAGE" and "compares dates" in bad["message"]

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from .serve_support import Server, http_server, request
+from .serve_support import Server, http_server, request, tool_error
 from .test_serve_hardening import _initialize, _mcp
 
 pytestmark = pytest.mark.subprocess
@@ -193,7 +193,7 @@ def test_mcp_tools_never_fail(server: Server, indexed: Path, name: str):
             assert body["error"]["code"] < 0, body
             return
         if result.get("isError"):
-            error = result["structuredContent"]["error"]
+            error = tool_error(result)
             assert error["code"] in KNOWN_CODES, error
             leaked = [p for p in _ABSOLUTE.findall(text) if not p.startswith(str(indexed))]
             assert not leaked, leaked

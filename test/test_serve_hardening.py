@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .serve_support import Server, free_port, http_server, request, tansaku
+from .serve_support import Server, free_port, http_server, request, tansaku, tool_error
 
 pytestmark = pytest.mark.subprocess
 
@@ -111,8 +111,7 @@ def test_a_huge_line_number_in_get_is_400(server: Server):
 def test_mcp_tools_refuse_huge_numbers_with_the_cli_error(server: Server):
     session = _initialize(server)
     result = _tool(server, session, "search", {"query": "restore", "limit": 10**30})
-    assert result["isError"] is True
-    assert result["structuredContent"]["error"]["code"] == "USAGE"
+    assert tool_error(result)["code"] == "USAGE"
     assert "SQLite" not in json.dumps(result)
 
 

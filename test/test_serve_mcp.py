@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from .serve_support import http_server
+from .serve_support import http_server, tool_error
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.both_backends]
 
@@ -51,14 +51,20 @@ async def _session(target: Any) -> dict[str, Any]:
 
 
 def _check(seen: dict[str, Any], sample: Path) -> None:
+    from jsonschema import Draft202012Validator
+
     assert seen["server"] == "tansaku"
     assert "sample: 13 documents" in seen["instructions"]
-    assert "No vectors yet" in seen["instructions"] and "tansaku embed" in seen["instructions"]
     assert set(seen["tools"]) == TOOLS
     for tool in seen["tools"].values():
-        assert tool.description and tool.input_schema["type"] == "object"
-        assert tool.annotations.read_only_hint is True
+        assert tool.description and tool.title and tool.input_schema["type"] == "object"
+        assert tool.output_schema["type"] == "object"
+        assert tool.annotations.read_only_hint is True and tool.annotations.open_world_hint is False
     assert seen["tools"]["query"].input_schema["properties"]["searches"]["maxItems"] == 10
+    for key in ("search", "query", "query_document", "get", "multi_get", "status"):
+        name = key.removesuffix("_document")
+        schema = seen["tools"][name].output_schema
+        assert not list(Draft202012Validator(schema).iter_errors(seen[key].structured_content)), key
 
     search = seen["search"]
     assert not search.is_error
@@ -66,8 +72,9 @@ def _check(seen: dict[str, Any], sample: Path) -> None:
     assert "tansaku://sample/guides/backups.md" in search.content[0].text
 
     vsearch = seen["vsearch"]  # no model or vectors here: an error that names the command to run
-    assert vsearch.is_error
-    assert vsearch.structured_content["error"]["code"] in ("MODEL_MISSING", "NO_VECTORS")
+    code = tool_error(vsearch)["code"]
+    assert code in ("MODEL_MISSING", "NO_VECTORS")
+    assert f"`vsearch`: fails with {code}" in seen["instructions"]  # as the instructions said
     assert "For the user to run" in vsearch.content[0].text and "tansaku " in vsearch.content[0].text
 
     for key in ("query", "query_document"):
@@ -81,12 +88,10 @@ def _check(seen: dict[str, Any], sample: Path) -> None:
     assert " 6: ## Restoring a file" in seen["get"].content[0].text  # numbered, as `tansaku get` prints
     assert all(len(d["lines"]) == 1 for d in seen["multi_get"].structured_content["documents"])
     assert seen["status"].structured_content["collections"][0]["documents"] == 13
-    assert (
-        seen["traversal"].is_error and seen["traversal"].structured_content["error"]["code"] == "PATH_REFUSED"
-    )
+    assert tool_error(seen["traversal"])["code"] == "PATH_REFUSED"
 
     assert "tansaku://sample/guides/backups.md" in seen["resources"] and len(seen["resources"]) == 13
-    assert seen["templates"][0].uri_template == "tansaku://{collection}/{path}"
+    assert seen["templates"][0].uri_template == "tansaku://{collection}/{+path}"
     text = seen["read"].contents[0].text
     assert text == (sample / "guides" / "backups.md").read_text(encoding="utf-8")
 

@@ -1,14 +1,18 @@
-"""The MCP server (the official SDK's low-level ``Server``): tools, document resources and
-instructions, over stdio or mounted at /mcp by http.py.
+"""The MCP server (the official SDK's low-level ``Server``): tools, document resources
+(mcp_resources.py) and instructions (summary.py), over stdio or mounted at /mcp by http.py.
 
 The low-level server rather than the decorator one: the tools' JSON schemas are written out here
-for an agent to read, and ``structuredContent`` is exactly the CLI's ``--json`` data, not a shape
-inferred from type hints.
+for an agent to read, and ``structuredContent`` is exactly the CLI's ``--json`` data, described by
+each tool's ``outputSchema`` (mcp_schemas.py), not a shape inferred from type hints. A tool error
+is a result with ``isError`` and no ``structuredContent`` (which would have to match that
+schema): its text says the code, message and hint, and a second text block holds the CLI's JSON
+error object.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -19,12 +23,10 @@ from .. import __version__
 from ..errors import TansakuError
 from ..fields.where import MAX_CONDITIONS, MAX_OPERAND_CHARS
 from ..options import MAX_WHOLE_NUMBER
-from ..paths import VIRTUAL_PREFIX
-from . import advice
+from . import advice, mcp_resources
+from .mcp_schemas import LEVELS, OUTPUT_SCHEMAS
 from .requests import MAX_CONTEXT_TURNS, MAX_RERANK_BUDGET_S, MAX_SEARCHES, SEARCH_KINDS, Answer, Service
-from .summary import instructions
-
-RESOURCE_PAGE = 200  # documents per resources/list page
+from .summary import LiveInstructions
 
 _QUERY = {"type": "string", "description": "what to look for"}
 _COLLECTIONS = {
@@ -65,7 +67,7 @@ _FIELD_FILTERS = {
 _TRANSCRIPTS = {
     "level": {
         "type": "string",
-        "enum": ["turn", "run", "session", "project"],
+        "enum": list(LEVELS),
         "description": "transcript collections: one result per turn (default), run, session or project",
     },
     "roles": {
@@ -99,6 +101,7 @@ def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 TOOLS: list[types.Tool] = [
     types.Tool(
         name="query",
+        title="Hybrid search",
         description=(
             "Hybrid search, the best first choice: keyword (BM25) and vector results fused by"
             " reciprocal rank. Give `query` as words or a question, or `searches`: typed"
@@ -167,6 +170,7 @@ TOOLS: list[types.Tool] = [
     ),
     types.Tool(
         name="search",
+        title="Keyword search",
         description=(
             'Keyword search (BM25), no model: words, "phrases", -word to exclude, prefix*, names'
             " such as os.path.join, options such as --user. One or two words must all appear;"
@@ -190,9 +194,12 @@ TOOLS: list[types.Tool] = [
     ),
     types.Tool(
         name="vsearch",
+        title="Search by meaning",
         description=(
-            "Search by meaning with the local embedding model: the nearest chunks, best chunk per"
-            " document. Needs vectors (`tansaku embed`)."
+            "Search by meaning with the embedding model: the nearest chunks, best chunk per"
+            " document. Searches the vectors there are: full ones, or quick ones (title, headings"
+            " and the first words of each paragraph) until `tansaku embed` computes those, with a"
+            " warning; fails with NO_VECTORS only when the collections searched have none."
         ),
         input_schema=_schema(
             {
@@ -212,6 +219,7 @@ TOOLS: list[types.Tool] = [
     ),
     types.Tool(
         name="get",
+        title="Read a document",
         description=(
             "Read a document, or a range of its lines, by tansaku:// path, collection/path or"
             " #docid (as given in results). A suffix :FROM:COUNT also selects lines."
@@ -243,6 +251,7 @@ TOOLS: list[types.Tool] = [
     ),
     types.Tool(
         name="multi_get",
+        title="Read several documents",
         description=(
             "Read several documents: a glob over tansaku:// paths ('notes/**/*.md'), a comma list,"
             " or docids. Documents whose text is over max_bytes (default 10240) are skipped and listed,"
@@ -264,13 +273,16 @@ TOOLS: list[types.Tool] = [
     ),
     types.Tool(
         name="status",
+        title="Index status",
         description="The index: collections and their counts, contexts, what is pending, the models.",
         input_schema=_schema({}, []),
     ),
 ]
 for _tool in TOOLS:
+    _tool.output_schema = OUTPUT_SCHEMAS[_tool.name]
+    # Read-only, and closed-world: the tools read the user's index, nothing beyond it.
     _tool.annotations = types.ToolAnnotations(
-        read_only_hint=True, destructive_hint=False, idempotent_hint=True
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     )
 
 
@@ -290,9 +302,12 @@ def error_result(exc: TansakuError, service: Service) -> types.CallToolResult:
         [f"hint: {error['hint']}"] if error.get("hint") else []
     )
     notes = advice.for_codes(advice.codes_of(data), _pending(service, data))
+    # No structured_content: it would have to match the tool's output schema (clients check it).
     return types.CallToolResult(
-        content=[types.TextContent(text="\n".join(lines) + "\n" + advice.text(notes))],
-        structured_content=data,
+        content=[
+            types.TextContent(text="\n".join(lines) + "\n" + advice.text(notes)),
+            types.TextContent(text=json.dumps(data, ensure_ascii=False, default=str)),
+        ],
         is_error=True,
     )
 
@@ -322,46 +337,18 @@ def build(service: Service) -> Server[Any]:
     async def list_resources(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        start = int(params.cursor) if params is not None and params.cursor and params.cursor.isdigit() else 0
-        entries = await anyio.to_thread.run_sync(_documents, service)
-        page = entries[start : start + RESOURCE_PAGE]
-        more = start + RESOURCE_PAGE < len(entries)
-        resources = [
-            types.Resource(
-                uri=e.virtual_path, name=e.title or e.virtual_path, mime_type="text/markdown", size=e.size
-            )
-            for e in page
-        ]
-        return types.ListResourcesResult(
-            resources=resources, next_cursor=str(start + RESOURCE_PAGE) if more else None
-        )
+        return await mcp_resources.list_resources(service, params.cursor if params is not None else None)
 
     async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
-        template = types.ResourceTemplate(
-            uri_template=VIRTUAL_PREFIX + "{collection}/{path}",
-            name="document",
-            description="an indexed document by its virtual path (as in search results)",
-            mime_type="text/markdown",
-        )
-        return types.ListResourceTemplatesResult(resource_templates=[template])
+        return types.ListResourceTemplatesResult(resource_templates=[mcp_resources.TEMPLATE])
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        uri = str(params.uri)
-        if not uri.startswith(VIRTUAL_PREFIX):
-            raise ValueError(f"not a tansaku resource: {uri}")
-        try:
-            answer = await service.run("get", {"ref": uri, "line_numbers": False})
-        except TansakuError as exc:
-            raise ValueError(json.dumps(service.error_data(exc)["error"])) from exc
-        text = "\n".join(answer.data["lines"]) + ("\n" if answer.data["lines"] else "")
-        return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")]
-        )
+        return await mcp_resources.read_resource(service, str(params.uri), ctx.protocol_version)
 
-    return Server(
+    return _Server(
+        LiveInstructions(service.api),
         "tansaku",
         version=__version__,
-        instructions=instructions(service.api),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
@@ -370,11 +357,21 @@ def build(service: Service) -> Server[Any]:
     )
 
 
-def _documents(service: Service) -> list[Any]:
-    entries: list[Any] = []
-    for info in service.api.collections():
-        entries.extend(service.api.ls(info.collection.name))
-    return entries
+class _Server(Server[Any]):
+    """The low-level server, its instructions written when a client initializes: a session over
+    HTTP may begin days after the server started, and an `embed` since may have added vectors."""
+
+    def __init__(self, live: Callable[[], str], *args: Any, **kwargs: Any) -> None:
+        self._live = live
+        super().__init__(*args, **kwargs)
+
+    @property  # type: ignore[override]
+    def instructions(self) -> str:
+        return self._live()
+
+    @instructions.setter
+    def instructions(self, value: str | None) -> None:
+        pass  # Server.__init__ sets it; the live text wins
 
 
 def run_stdio(index_name: str | None) -> None:
