@@ -212,3 +212,9 @@ def test_update_says_what_it_left_out_and_a_dry_run_what_it_would(cli: Cli, tmp_
         in result.stdout
     )
     assert "would leave" not in cli("update").stdout  # nothing read: nothing to say
+
+
+def test_a_long_block_is_never_a_template() -> None:
+    long = "A long paragraph that every page quotes in full. " * 25  # over MAX_KEY_CHARS
+    pages = {path: long + "\n\n" + text for path, text in site().items()}
+    assert strip_repeated(pages)["guide/p0.html"].startswith(long)

@@ -32,7 +32,6 @@ left whole.
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -41,7 +40,7 @@ MIN_PAGES = 5
 MIN_SHARE = 0.15
 MIN_RUN = 3
 EDGE = 3
-_SPACE = re.compile(r"\s+")
+MAX_KEY_CHARS = 1000  # a longer block is the page's own text
 _FENCE = "```"
 
 
@@ -50,10 +49,8 @@ class Block:
     kind: str  # heading, paragraph, item, row, code
     lines: tuple[str, ...]
     blank_before: bool  # a blank line separated it from the block before
-
-    @property
-    def key(self) -> str:
-        return _SPACE.sub(" ", " ".join(self.lines)).strip()
+    # Its text, spacing aside; "" for code and for a block too long to be a template's.
+    key: str
 
     @property
     def level(self) -> int:
@@ -86,10 +83,16 @@ def blocks(text: str) -> list[Block]:
                 if kind in ("item", "row") and _kind(lines[end]) in ("item", "row"):
                     break
                 end += 1
-        found.append(Block(kind, tuple(lines[i:end]), blank))
+        found.append(Block(kind, tuple(lines[i:end]), blank, _key(kind, lines[i:end])))
         i = end
         blank = False
     return found
+
+
+def _key(kind: str, lines: list[str]) -> str:
+    if kind == "code" or sum(map(len, lines)) > MAX_KEY_CHARS:
+        return ""
+    return " ".join(" ".join(lines).split())
 
 
 def _kind(line: str) -> str:
@@ -141,6 +144,7 @@ class RepeatedBlocks:
                 at_edges[folder].update(votes.edges & candidates)
         self._repeated: dict[str, frozenset[str]] = {}  # folder -> its repeated keys
         self._edges: dict[str, frozenset[str]] = {}  # folder -> those a template puts at an end
+        self._by_folder: dict[str, tuple[frozenset[str], frozenset[str]]] = {}  # repeated_in's
         for folder, below in pages_below.items():
             need = max(MIN_PAGES, MIN_SHARE * below)
             repeated = frozenset(k for k, n in counts[folder].items() if n >= need)
@@ -152,12 +156,15 @@ class RepeatedBlocks:
     def repeated_in(self, path: str) -> tuple[frozenset[str], frozenset[str]]:
         """The keys repeated in any folder that holds ``path``, and those of them that the pages
         mostly have at their start or end."""
-        repeated: frozenset[str] = frozenset()
-        edges: frozenset[str] = frozenset()
-        for folder in _folders(path):
-            repeated |= self._repeated.get(folder, frozenset())
-            edges |= self._edges.get(folder, frozenset())
-        return repeated, edges
+        folder = path.rpartition("/")[0]
+        if folder not in self._by_folder:
+            repeated: frozenset[str] = frozenset()
+            edges: frozenset[str] = frozenset()
+            for above in _folders(path):
+                repeated |= self._repeated.get(above, frozenset())
+                edges |= self._edges.get(above, frozenset())
+            self._by_folder[folder] = (repeated, edges)
+        return self._by_folder[folder]
 
     def strip(self, path: str, text: str) -> tuple[str, int]:
         """``text`` without its template blocks, and how many blocks were left out."""
@@ -186,7 +193,7 @@ class _Votes:
 
     @classmethod
     def of(cls, text: str) -> _Votes:
-        keys = [block.key for block in blocks(text) if block.kind != "code"]
+        keys = [block.key for block in blocks(text) if block.key]
         return cls(set(keys), set(keys[:EDGE]) | set(keys[-EDGE:]))
 
     def add(self, other: _Votes) -> None:
@@ -202,7 +209,7 @@ def _folders(path: str) -> list[str]:
 
 def _template(parts: list[Block], repeated: frozenset[str], edges: frozenset[str]) -> set[int]:
     """The positions of the blocks to leave out."""
-    is_repeated = [b.kind != "code" and b.key in repeated for b in parts]
+    is_repeated = [bool(b.key) and b.key in repeated for b in parts]
     gone: set[int] = set()
     # The start and the end: repeated blocks up to the page's first (from its last) own block
     # that is not a heading.
