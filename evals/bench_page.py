@@ -8,8 +8,9 @@ results, measured in a real headless Chromium with the Performance API.
    10,000-file corpus of corpus_gen.py, generated when missing; ``--files N`` takes the first N
    files in sorted order, for a reduced run). No vectors: keyword mode needs none.
 2. A real server subprocess (`tansaku mcp --http`) on a free port.
-3. Page weight: the bytes of `/`, `/page/app.js` and `/page/app.css` as served (no compression;
-   nothing else is loaded: no font, no image, no third-party request).
+3. Page weight: the bytes of `/`, `/page/app.js`, `/page/app.css` and the icon (`/favicon.svg`,
+   since issue 39) as served (no compression; nothing else is loaded: no font, no other image, no
+   third-party request).
 4. Chromium (the system's /usr/bin/chromium, driven by Playwright) opens the page. For each query
    the box is given all but its last character without an input event, then the last character is
    typed as a real key press. A listener marks ``performance.mark`` at that key's input event; the
@@ -166,7 +167,7 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120) -> N
 
 def page_weight(url: str) -> dict[str, int]:
     sizes = {}
-    for path in ("/", "/page/app.js", "/page/app.css"):
+    for path in ("/", "/page/app.js", "/page/app.css", "/favicon.svg"):
         with urllib.request.urlopen(url + path, timeout=10) as reply:
             sizes[path] = len(reply.read())
     sizes["total"] = sum(sizes.values())

@@ -104,3 +104,53 @@ def test_models_with_a_local_file(agents: Path, tmp_path: Path, monkeypatch: pyt
     assert models["embed"]["present"] is True and models["embed"]["fix"] is None
     assert models["embed"]["file_name"] == "embed.gguf" and models["embed"]["source"] == "env"
     assert models["rerank"]["fix"] == "tansaku models add rerank PATH.gguf"
+
+
+def test_search_answers_carry_marks_and_the_index_summary_when_asked(server: Server, cli: Any):
+    plain = server.post("/search", {"query": "rename folder", "n": 3}).json()
+    assert not {"marked_terms", "index_summary"} & set(plain)  # the CLI's --json answer, unchanged
+    assert all("marks" not in hit["snippet"] for hit in plain["results"])
+    asked = server.post("/search", {"query": "rename folder", "n": 3, "marks": True, "index_summary": True})
+    data = asked.json()
+    assert asked.status == 200 and data["marked_terms"] == ["rename", "folder"]
+    assert [hit["docid"] for hit in data["results"]] == [hit["docid"] for hit in plain["results"]]
+    for hit in data["results"]:
+        snippet = hit["snippet"]
+        assert len(snippet["marks"]) == len(snippet["lines"])
+        words = {
+            line[a:b].lower()
+            for line, spans in zip(snippet["lines"], snippet["marks"], strict=True)
+            for a, b in spans
+        }
+        assert words and words <= {"rename", "renamed", "renaming", "renames", "folder", "folders"}, words
+    status = cli("status", "--json").json()
+    summary = data["index_summary"]
+    by_name = {c["collection"]["name"]: c for c in status["collections"]}
+    assert summary["documents"] == sum(c["documents"] for c in by_name.values())
+    for c in summary["collections"]:
+        counted = by_name[c["name"]]
+        assert (c["documents"], c["chunks"], c["vectors"], c["vector_state"]) == (
+            counted["documents"], counted["chunks"], counted["vectors"], counted["vector_state"]
+        )  # fmt: skip
+
+
+def test_query_and_vsearch_mark_the_query_s_own_words(server: Server):
+    fields = {"query": "rename folder", "no_expand": True, "no_rerank": True, "marks": True}
+    data = server.post("/query", fields).json()
+    assert data["marked_terms"] == ["rename", "folder"] and data["results"][0]["snippet"]["marks"]
+    # Without vectors vsearch fails as the CLI does; the fields themselves are accepted.
+    reply = server.post("/vsearch", {"query": "rename folder", "marks": True, "index_summary": True})
+    assert reply.json().get("error", {}).get("code") != "USAGE"
+    assert server.get("/get?ref=sample/README.md&marks=true").status == 400  # only for searches
+
+
+def test_marks_format(server: Server, snapshot: Any):
+    data = server.post(
+        "/search", {"query": "文件 权限", "collections": ["sample"], "marks": True, "index_summary": True}
+    ).json()
+    shown = [{"path": hit["virtual_path"], "snippet": hit["snippet"]} for hit in data["results"]]
+    assert {
+        "marked_terms": data["marked_terms"],
+        "results": shown,
+        "index_summary": data["index_summary"],
+    } == snapshot

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Take the README's screenshots of the search page: an English query, a Chinese query and an
-opened passage, over the repository's sample documents and fixture transcripts.
+"""Take the README's screenshots of the search page: an English query, a Chinese query, an opened
+passage, and a phone's width, over the repository's sample documents and fixture transcripts.
 
     .venv/bin/python tools/page_screenshots.py [--out docs/images]
 
@@ -27,6 +27,8 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 VIEWPORT = {"width": 860, "height": 560}  # small files, still readable in the README
+PHONE = {"width": 360, "height": 740}
+SHOTS = ("page-results-en.png", "page-results-zh.png", "page-passage.png", "page-phone.png")
 
 
 def free_port() -> int:
@@ -46,16 +48,18 @@ def shoot(url: str, out: Path) -> None:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport=VIEWPORT, color_scheme="light")
         page.goto(url + "/")
-        page.wait_for_selector("#statusbar .model")
+        page.wait_for_selector("#statusbar .counts")
+
+        # The page says when an answer is painted; each search waits for its own.
+        page.evaluate(
+            "() => window.addEventListener('tansaku:painted',"
+            " () => { window.__painted = (window.__painted || 0) + 1; })"
+        )
 
         def search(query: str) -> None:
-            before = page.inner_text("#status")
+            painted = page.evaluate("() => window.__painted || 0")
             page.fill("#q", query)
-            page.wait_for_function(
-                "(old) => document.querySelector('#status').innerText !== old"
-                " && document.querySelector('#results li')",
-                arg=before,
-            )
+            page.wait_for_function("(n) => (window.__painted || 0) > n", arg=painted)
             page.wait_for_timeout(300)
 
         search("restore snapshot")
@@ -65,10 +69,19 @@ def shoot(url: str, out: Path) -> None:
         search("restore")
         page.keyboard.press("ArrowDown")
         page.keyboard.press("Enter")
-        page.wait_for_selector("#passage-lines:has-text('1')")
+        page.wait_for_selector("#passage-md [data-line]")
         page.evaluate("() => window.scrollTo(0, 0)")
         page.wait_for_timeout(300)
         page.screenshot(path=str(out / "page-passage.png"))
+        # A phone's width: the results wrap, the keyboard's focus on the second one.
+        page.set_viewport_size(PHONE)
+        page.keyboard.press("Escape")
+        search("backup restore")
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("ArrowDown")
+        page.wait_for_timeout(300)
+        page.evaluate("() => window.scrollTo(0, 0)")
+        page.screenshot(path=str(out / "page-phone.png"))
         browser.close()
 
 
@@ -115,7 +128,7 @@ def main() -> int:
             process.terminate()
             process.wait(timeout=15)
         shutil.rmtree(root, ignore_errors=True)
-    for name in ("page-results-en.png", "page-results-zh.png", "page-passage.png"):
+    for name in SHOTS:
         print(f"{args.out / name}: {(args.out / name).stat().st_size} bytes")
     return 0
 

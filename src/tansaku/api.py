@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .api_collections import CollectionMethods
 from .api_contexts import ContextMethods
+from .api_display import DisplayMethods
 from .api_transcripts import TranscriptMethods
 from .config import settings
 from .config.selection import named_or_all, searched_collections
@@ -46,9 +47,9 @@ if TYPE_CHECKING:
     )
 
 
-class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods):
-    """The collection, context and agent-transcript methods are mixed in from api_collections.py,
-    api_contexts.py and api_transcripts.py."""
+class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods, DisplayMethods):
+    """The collection, context, agent-transcript and display methods are mixed in from
+    api_collections.py, api_contexts.py, api_transcripts.py and api_display.py."""
 
     def __init__(
         self,
@@ -133,6 +134,8 @@ class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods):
         """Close the read connections kept for a long-lived process (``keep_connections``); the
         next read opens them again (store/kept_readers.py)."""
         self._kept_readers.close()
+        if self._summaries is not None:
+            self._summaries.close()
 
     def _writer(self, command: str) -> contextlib.AbstractContextManager[Any]:
         return writing(self.backend, command)

@@ -357,6 +357,31 @@ class CollectionInfo:
 
 
 @_deferred(frozen=True)
+class CollectionSummary:
+    """A collection's counts as a front end shows them beside results (``IndexSummary``)."""
+
+    name: str
+    documents: int
+    chunks: int
+    vectors: int  # chunks with their full vector from the configured embedding model
+    quick_vectors: int  # chunks searched by a quick vector until their full one
+    vector_state: str  # "none", "quick", "partial" or "full" (index/vector_state.py)
+
+
+@_deferred(frozen=True)
+class IndexSummary:
+    """What the index holds, for a status line that follows it: the counts of `status` without
+    its walk of the folders (pending changes), cheap enough to ask for after every search."""
+
+    documents: int
+    chunks: int
+    vectors: int
+    quick_vectors: int
+    vector_state: str  # over every collection: "none", "quick", "partial" or "full"
+    collections: tuple[CollectionSummary, ...]
+
+
+@_deferred(frozen=True)
 class FileEntry:
     virtual_path: str
     docid: str

@@ -22,7 +22,8 @@ from functools import lru_cache
 from math import log
 
 from tansaku.search.defining import defined_names, may_define
-from tansaku.text.cjk import has_cjk
+from tansaku.text.cjk import cjk_run_pattern as _cjk_run_pattern
+from tansaku.text.cjk import has_cjk, segment_query_words
 from tansaku.types import Snippet
 
 # Combining marks belong to the word: decomposed "naïve" is one word, not "nai" and "ve".
@@ -255,6 +256,37 @@ class _Matcher:
     def score(self, line: str) -> int:
         return self.find(line)[0]
 
+    def spans(self, line: str) -> list[tuple[int, int]]:
+        """Where ``line`` holds a term, as [start, end) offsets, in order and never overlapping:
+        whole words only (a word whose stem is the term's, or that starts with a prefix term); a
+        phrase from its first word to its last; an option as written; a CJK term where the
+        segmenter cuts it out of the CJK text around it, as the index does (``文件`` in ``文件夹``,
+        which search mode cuts into 文件 and 文件夹; never a single character of a longer word)."""
+        if line.isascii() and (self._probe_re is None or self._probe_re.search(line.lower()) is None):
+            return []  # every match holds a probe: most lines of a snippet hold none
+        found: list[tuple[int, int]] = []
+        latin = [term for term in self.terms if not term.pieces and term.option is None]
+        runs = [] if line.isascii() else list(_cjk_run_pattern().finditer(line))
+        if latin:
+            # CJK runs blanked out (same length), so offsets hold and a Latin word never runs into one.
+            text = _blank_runs(line, runs) if runs else line
+            words = [(m.start(), m.end(), *_analyse(m.group())) for m in _WORD.finditer(text)]
+            for term in latin:
+                found += _word_spans(term, words)
+        for term in self.terms:
+            if term.option is not None:
+                found += [m.span() for m in term.option.finditer(line)]
+        cjk = {piece for term in self.terms for piece in term.pieces}
+        for run in runs if cjk else ():
+            text = run.group().lower()
+            held = {piece for piece in cjk if piece in text}
+            for piece in held & set(segment_query_words(text)) if held else ():
+                at = text.find(piece)
+                while at >= 0:
+                    found.append((run.start() + at, run.start() + at + len(piece)))
+                    at = text.find(piece, at + len(piece))
+        return _merged(found)
+
 
 def _defined_terms(line: str, found: list[_Term]) -> list[_Term]:
     """The terms among ``found`` that make up a name ``line`` defines: ``ssh`` and ``keygen`` for
@@ -283,6 +315,49 @@ def _within(term: _Term, words: list[tuple[str, str]]) -> bool:
     if term.prefix:
         return all(s in stems for s in whole) and any(f.startswith(last) for f, _ in words)
     return all(stem in stems for stem in term.stems)
+
+
+def _word_spans(term: _Term, words: list[tuple[int, int, str, str]]) -> list[tuple[int, int]]:
+    last = len(term.stems) - 1
+    spans = []
+    for i in range(len(words) - last):
+        for k, stem in enumerate(term.stems):
+            _, _, folded, stemmed = words[i + k]
+            if not (folded.startswith(stem) if term.prefix and k == last else stemmed == stem):
+                break
+        else:
+            spans.append((words[i][0], words[i + last][1]))
+    return spans
+
+
+def _blank_runs(line: str, runs: list[re.Match[str]]) -> str:
+    parts, pos = [], 0
+    for run in runs:
+        parts += [line[pos : run.start()], " " * (run.end() - run.start())]
+        pos = run.end()
+    parts.append(line[pos:])
+    return "".join(parts)
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def term_spans(lines: Sequence[Sequence[str]], terms: Sequence[str]) -> list[list[list[tuple[int, int]]]]:
+    """For each snippet's lines, where each line holds one of ``terms`` (the terms the snippets
+    were chosen by), as [start, end) offsets in code points: what a front end marks. The same
+    matching that chose the snippets, so every marked word is one a snippet was shown for, and
+    only whole words."""
+    matcher = _Matcher(terms)
+    if not matcher.terms:
+        return [[[] for _ in snippet] for snippet in lines]
+    return [[matcher.spans(line) for line in snippet] for snippet in lines]
 
 
 def term_matcher(terms: Sequence[str]) -> Callable[[str], int]:

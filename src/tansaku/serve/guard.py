@@ -30,7 +30,10 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-_TOKENLESS_PATHS = frozenset({"/health", "/", "/page/app.js", "/page/app.css"})
+# /health, and the page's files (page.PUBLIC_PATHS, not imported: that module needs starlette).
+_TOKENLESS_PATHS = frozenset(
+    {"/health", "/", "/page/app.js", "/page/app.css", "/favicon.svg", "/favicon.ico"}
+)
 _DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 
 

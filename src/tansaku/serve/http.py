@@ -23,7 +23,7 @@ from starlette.routing import Route
 from .. import __version__
 from ..errors import TansakuError, UsageError
 from . import connections, guard, page
-from .requests import DEFAULT_DEADLINE_S, Service
+from .requests import DEFAULT_DEADLINE_S, Service, split_shown
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
@@ -124,8 +124,8 @@ def _endpoint(
 ) -> Callable[[Request], Awaitable[Response]]:
     async def handle(request: Request) -> Response:
         try:
-            fields = await read(request)
-            answer = await _unless_gone(request, service.run(operation, fields))
+            fields, shown_fields = split_shown(operation, await read(request))
+            answer = await _unless_gone(request, service.run(operation, fields, shown_fields))
         except TansakuError as exc:
             return _error(exc, service)
         if answer is None:  # the client went away: its work was stopped, and nobody reads a reply

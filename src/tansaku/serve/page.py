@@ -15,12 +15,15 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 )
-PUBLIC_PATHS = frozenset({"/", "/page/app.js", "/page/app.css"})
 _FILES = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/page/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/page/app.css": ("app.css", "text/css; charset=utf-8"),
+    # The page links the SVG; a browser that asks for /favicon.ico anyway gets it too, not a 404.
+    "/favicon.svg": ("favicon.svg", "image/svg+xml"),
+    "/favicon.ico": ("favicon.svg", "image/svg+xml"),
 }
+PUBLIC_PATHS = frozenset(_FILES)
 HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",

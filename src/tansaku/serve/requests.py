@@ -158,6 +158,10 @@ _RESULT_FIELDS = {"query", "limit", "all", "min_score", "full", "collections", "
 _RESULT_FIELDS |= {"where", "fields"}  # front-matter fields (--where, --fields)
 _RESULT_FIELDS |= {"all_copies"}  # --all-copies: every path of a text at several (search/copies.py)
 _TRANSCRIPT_FIELDS = {"level", "roles", "since", "until", "project"}
+# What the search page asks for beside a search's answer, over HTTP only (an MCP tool takes the
+# CLI's fields, no more): see `shown`.
+SHOWN_FIELDS = frozenset({"marks", "index_summary"})
+SHOWN_OPERATIONS = frozenset({"search", "vsearch", "query"})
 
 
 def _levels(f: Fields) -> dict[str, Any]:
@@ -369,6 +373,36 @@ OPERATIONS: dict[str, Operation] = {
 }
 
 
+def split_shown(name: str, raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A request's own fields, and those of SHOWN_FIELDS (for a search; none for the rest)."""
+    fields, shown_fields = dict(raw), {}
+    if name in SHOWN_OPERATIONS:
+        for key in [k for k in fields if k.replace("-", "_") in SHOWN_FIELDS]:
+            shown_fields[key] = fields.pop(key)
+    return fields, shown_fields
+
+
+def shown(api: Tansaku, name: str, f: Fields, asked: Fields, data: Any) -> Any:
+    """A search answer with what the search page shows beside it, as ``asked``:
+    ``marks``: ``marked_terms``, the query's terms its snippets were chosen by, and in each
+    snippet ``marks``, for each line the [start, end) code-point offsets of the whole words that
+    match them (what the page highlights, so it marks what the CLI matched); ``index_summary``:
+    the index's counts and vector state (``IndexSummary``), for a status line that follows it."""
+    if not isinstance(data, dict) or "results" not in data:
+        return data  # a pack: passages, not snippets
+    if asked.flag("marks"):
+        terms = api.mark_terms(query_text(f) if name == "query" else f.text("query") or "", name)
+        data["marked_terms"] = terms
+        snippets = [hit["snippet"] for hit in data["results"] if (hit.get("snippet") or {}).get("lines")]
+        for snippet, marks in zip(
+            snippets, api.mark_spans([s["lines"] for s in snippets], terms), strict=True
+        ):
+            snippet["marks"] = [[list(span) for span in line] for line in marks]
+    if asked.flag("index_summary"):
+        data["index_summary"] = to_data(api.index_summary())
+    return data
+
+
 def json_data(result: Any) -> Any:
     """The CLI's ``--json`` output as data (a pack keeps its documented key order; a session's
     runs are objects, as `session read --json` and `get --json` on a turn print them)."""
@@ -397,7 +431,9 @@ class Service:
         self._models = threading.Lock()
         self._limiters: dict[bool, Any] = {}
 
-    async def run(self, name: str, raw: Mapping[str, Any]) -> Answer:
+    async def run(
+        self, name: str, raw: Mapping[str, Any], shown_fields: Mapping[str, Any] | None = None
+    ) -> Answer:
         """``call`` in a worker thread, off the event loop, one worker per core. Searches are CPU
         work: with twice as many workers as cores, 8 clients of keyword search cost 14.3 ms of
         CPU per request instead of 11.8 (threads fight over the GIL) and p50 rose from 62 to 72 ms
@@ -421,7 +457,7 @@ class Service:
         try:
             with anyio.fail_after(self.deadline_s + _REPLY_GRACE_S):
                 return await anyio.to_thread.run_sync(
-                    self.call, name, raw, cancelled, limiter=limiter, abandon_on_cancel=True
+                    self.call, name, raw, cancelled, shown_fields, limiter=limiter, abandon_on_cancel=True
                 )
         except TimeoutError:
             cancelled.set()
@@ -432,11 +468,19 @@ class Service:
             cancelled.set()
             raise
 
-    def call(self, name: str, raw: Mapping[str, Any], cancelled: threading.Event | None = None) -> Answer:
+    def call(
+        self,
+        name: str,
+        raw: Mapping[str, Any],
+        cancelled: threading.Event | None = None,
+        shown_fields: Mapping[str, Any] | None = None,
+    ) -> Answer:
+        """``shown_fields``: what the search page asks for beside a search's answer (``shown``)."""
         operation = OPERATIONS.get(name)
         if operation is None:
             raise UsageError(f"unknown operation {name!r}", hint=f"one of: {', '.join(OPERATIONS)}")
         fields = Fields(raw, set(operation.fields))
+        asked = Fields(shown_fields or {}, set(SHOWN_FIELDS) if name in SHOWN_OPERATIONS else set())
         try:
             with bounded(self.deadline_s, cancelled):
                 if operation.models:
@@ -444,7 +488,7 @@ class Service:
                         result = operation.run(self.api, fields)
                 else:
                     result = operation.run(self.api, fields)
-                data = json_data(result)
+                data = shown(self.api, name, fields, asked, json_data(result))
         except TansakuError:
             raise
         except Exception as exc:

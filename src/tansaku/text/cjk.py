@@ -40,6 +40,11 @@ def _cjk_run() -> re.Pattern[str]:
     return re.compile(f"[{CJK_CLASS}]+")
 
 
+def cjk_run_pattern() -> re.Pattern[str]:
+    """The pattern of a run of CJK characters (compiled once, on first use)."""
+    return _cjk_run()
+
+
 Cutter = Callable[[str], list[str]]
 
 # Loaded on first use: importing a segmenter (and jieba's dictionary) costs time that English-only
