@@ -61,6 +61,7 @@ def test_relation_sizes_name_every_table_largest_first(
     from tansaku.store.backend import open_backend
     from tansaku.store.postgres.sizes import relation_sizes
 
+    share_collections(postgres_url)
     assert cli("--index", postgres_url, "update").exit_code == 0
     with open_backend(postgres_url).reading() as conn:
         sizes = relation_sizes(conn)
