@@ -227,3 +227,19 @@ def interruptible() -> None:
     Python turns it into KeyboardInterrupt even when this run started in the background (a shell
     without job control ignores SIGINT for background commands, and children inherit that)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def share_collections(url: str) -> None:
+    """Register the default index's collections in the database ``url`` too. Before issue 40 the
+    default config's list was every `--index URL`'s; now each index has its own, so a test that
+    indexes the same folders into both registers them in both."""
+    from dataclasses import replace
+
+    from tansaku.api import Tansaku
+
+    default = Tansaku().config()
+    api = Tansaku(url)
+    old = api.config()
+    collections = {**old.collections, **default.collections}
+    new = replace(old, collections=collections, contexts={**old.contexts, **default.contexts})
+    api._save_config(old, new)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, SAMPLE, CliResult
+from .conftest import REPO, SAMPLE, CliResult, share_collections
 from .models_fixture import requires_llama, requires_minilm
 from .postgres_fixture import requires_postgres
 from .test_keyword_ranking import CASED_DOCS, CODE_DOCS, DOCS, SHARED_DOCS
@@ -80,6 +80,7 @@ def _add_both(cli: Callable[..., CliResult], url: str, sample: Path, docs: Path)
         for folder, name, masks in ((sample, "sample", "**/*.md"), (docs, "docs", "**/*")):
             # The config is shared (the URL only moves the index): register on the first pass only.
             if index:
+                share_collections(url)  # each index has its own list (issue 40): the same in both
                 result = cli(*index, "update", "-c", name)
             else:
                 result = cli("collection", "add", folder, "--name", name, "--mask", masks)
@@ -212,8 +213,7 @@ def test_two_processes_with_their_own_configs_share_one_database(postgres_url: s
     _write(notes, {"a.md": "# Alpha\n\nThe first runbook.\n"})
     first, second = tmp_path / "first", tmp_path / "second"
     assert _run(first, postgres_url, "collection", "add", str(notes), "--name", "notes").returncode == 0
-    second.mkdir()
-    shutil.copy(first / "index.toml", second / "index.toml")
+    second.mkdir()  # no config to copy: the collection list is the database's (issue 40)
     found = _run(second, postgres_url, "search", "--json", "runbook")
     assert found.returncode == 0, found.stderr
     assert [hit["path"] for hit in json.loads(found.stdout)["results"]] == ["a.md"]
@@ -259,6 +259,7 @@ def test_fields_and_extracted_formats_are_kept_as_on_sqlite(cli, postgres_url: s
         shutil.copy(FORMATS / name, docs / name)
     for folder, name, masks in ((garden, "garden", "**/*.md"), (docs, "docs", "**/*.{docx,epub}")):
         assert cli("collection", "add", folder, "--name", name, "--mask", masks).exit_code == 0
+        share_collections(postgres_url)
         assert cli("--index", postgres_url, "update", "-c", name).exit_code == 0
     for query, options in (("garden", ("--fields",)), ("harbour", ()), ("guide", ("-c", "docs"))):
         sqlite = cli("search", query, "--json", "-n", "10", *options)
@@ -344,6 +345,7 @@ def test_where_filters_as_on_sqlite(cli, postgres_url: str, tmp_path: Path) -> N
     garden = tmp_path / "garden"
     shutil.copytree(REPO / "fixtures" / "fields", garden)
     assert cli("collection", "add", garden, "--name", "garden").exit_code == 0
+    share_collections(postgres_url)
     assert cli("--index", postgres_url, "update").exit_code == 0
     kept = 0
     for query, *conditions in WHERE:

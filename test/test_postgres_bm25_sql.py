@@ -27,7 +27,7 @@ from tansaku.store.postgres import documents as pg_store
 from tansaku.store.postgres.backend import PostgresBackend
 from tansaku.store.postgres.expression import parse
 
-from .conftest import REPO, CliResult
+from .conftest import REPO, CliResult, share_collections
 from .postgres_fixture import requires_postgres
 from .test_postgres_ranking import _expressions
 
@@ -62,6 +62,7 @@ def both(cli: Callable[..., CliResult], postgres_url: str, tmp_path: Path, index
         shutil.copytree(REPO / source, tmp_path / name)
         added = cli("collection", "add", tmp_path / name, "--name", name, "--mask", "**/*")
         assert added.exit_code == 0, added.stderr
+    share_collections(postgres_url)
     for name, _ in COLLECTIONS:  # in the same order: both backends number the documents alike
         updated = cli("--index", postgres_url, "update", "-c", name)
         assert updated.exit_code == 0, updated.stderr

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import anyio
 import pytest
 
-from .conftest import CliResult
+from .conftest import CliResult, share_collections
 from .models_fixture import requires_llama, requires_minilm
 from .postgres_fixture import requires_postgres
 from .serve_support import Server, free_port, http_server, request, tansaku, without_timings
@@ -84,9 +84,10 @@ def _stdio(*index: str) -> StdioServerParameters:
 
 @pytest.fixture
 def both(cli: Callable[..., CliResult], postgres_url: str, sample: Path) -> str:
-    """The sample in a SQLite index and in a database, from one config (`--index URL` keeps the
-    default config); the database's URL."""
+    """The sample in a SQLite index and in a database, the same collection registered in each;
+    the database's URL."""
     assert cli("collection", "add", sample, "--name", "sample").exit_code == 0
+    share_collections(postgres_url)
     update = cli("--index", postgres_url, "update")
     assert update.exit_code == 0, update.stderr
     return postgres_url
@@ -263,6 +264,7 @@ def test_a_server_on_postgresql_searches_sessions_as_on_sqlite(
     and MCP, as the SQLite server does."""
     shutil.copytree(TRANSCRIPTS / "claude", tmp_path / "claude")
     assert cli("collection", "add", "--type", "claude", tmp_path / "claude", "--name", "chats").exit_code == 0
+    share_collections(both)
     assert cli("--index", both, "update").exit_code == 0
     asked = {"query": "index", "collections": ["chats"]}
     with http_server(tmp_path) as sqlite, http_server(tmp_path, "--index", both) as postgres:

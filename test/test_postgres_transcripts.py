@@ -11,6 +11,7 @@ statistics BM25 rests on must equal a count from scratch.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import REPO, SAMPLE, CliResult
+from .conftest import REPO, SAMPLE, CliResult, share_collections
 from .models_fixture import requires_llama, requires_minilm
 from .postgres_fixture import requires_postgres
 
@@ -49,7 +50,7 @@ def corpus(tmp_path: Path) -> Path:
 
 
 def _add_both(cli: Cli, url: str, root: Path) -> None:
-    # The config is shared (the URL only moves the index): register on SQLite, update PostgreSQL.
+    # Register on SQLite, the same list in the database (share_collections), update PostgreSQL.
     adds = (
         ("collection", "add", "--type", "claude", root / "agents" / "claude"),
         ("collection", "add", "--type", "codex", root / "agents" / "codex"),
@@ -58,6 +59,7 @@ def _add_both(cli: Cli, url: str, root: Path) -> None:
     for add in adds:
         result = cli(*add, "--json")
         assert result.exit_code == 0, result.stderr
+    share_collections(url)
     result = cli("--index", url, "update", "--json")
     assert result.exit_code == 0, result.stderr
 
@@ -273,6 +275,7 @@ def test_transcript_vsearch_and_query_score_as_on_sqlite(
         (notes, "--name", "notes"),
     ):
         assert cli("collection", "add", *add).exit_code == 0
+    share_collections(postgres_url)
     pg = ("--index", postgres_url)
     assert cli(*pg, "update").exit_code == 0
     for index in ((), pg):
@@ -347,7 +350,14 @@ def test_a_version_4_database_is_upgraded_by_update(cli: Cli, postgres_url: str,
             "turn_totals",
         ):
             conn.execute(f"DROP TABLE {table}")
+        conn.execute("DROP TABLE collections")  # version 8: the list was the config file's then
+        conn.execute("DROP TABLE contexts")
         conn.execute("UPDATE tansaku_schema SET version = 4")
+    from tansaku.config import settings
+    from tansaku.types import Collection
+
+    config = Path(os.environ["TANSAKU_CONFIG_DIR"]) / "index.toml"
+    settings.save(config, settings.Config({"sample": Collection("sample", str(corpus / "sample"))}))
     stale = cli(*pg, "search", "backup", "--json")
     assert stale.exit_code == 3 and stale.error()["code"] == "INDEX_SCHEMA_MISMATCH"
     assert cli(*pg, "update").exit_code == 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from .conftest import CliResult
+from .conftest import CliResult, share_collections
 from .models_fixture import requires_llama, requires_minilm
 from .postgres_fixture import requires_postgres
 
@@ -26,7 +26,8 @@ def test_vectors_copied_by_text_are_reused_by_embed_and_answer_alike(
 
     pg = ("--index", postgres_url)
     assert cli("embed").exit_code == 0
-    assert cli(*pg, "update").exit_code == 0  # the config is shared: the sample is registered
+    share_collections(postgres_url)  # the sample registered in the database too
+    assert cli(*pg, "update").exit_code == 0
     with Tansaku().backend.reading() as conn:
         sqlite_vectors.load_extension(conn)
         (record,) = sqlite_vectors.models(conn)
@@ -60,6 +61,7 @@ def test_relation_sizes_name_every_table_largest_first(
     from tansaku.store.backend import open_backend
     from tansaku.store.postgres.sizes import relation_sizes
 
+    share_collections(postgres_url)
     assert cli("--index", postgres_url, "update").exit_code == 0
     with open_backend(postgres_url).reading() as conn:
         sizes = relation_sizes(conn)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, SAMPLE, CliResult, interruptible
+from .conftest import REPO, SAMPLE, CliResult, interruptible, share_collections
 from .models_fixture import requires_llama, requires_minilm
 from .postgres_fixture import requires_postgres
 from .test_keyword_ranking import DOCS
@@ -47,6 +47,7 @@ def _add_on_both(cli: Callable[..., CliResult], tmp_path: Path, pg: tuple[str, .
     _write(docs, SHORT_DOCS)
     for folder, name in ((sample, "sample"), (docs, "docs")):
         assert cli("collection", "add", folder, "--name", name, *mask).exit_code == 0
+        share_collections(pg[1])
         assert cli(*pg, "update", "-c", name).exit_code == 0
 
 

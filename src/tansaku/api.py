@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .api_collections import CollectionMethods
 from .api_contexts import ContextMethods
 from .api_display import DisplayMethods
+from .api_lists import IndexListMethods
 from .api_transcripts import TranscriptMethods
 from .config import settings
 from .config.selection import named_or_all, searched_collections
@@ -47,9 +48,10 @@ if TYPE_CHECKING:
     )
 
 
-class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods, DisplayMethods):
+class Tansaku(IndexListMethods, CollectionMethods, ContextMethods, TranscriptMethods, DisplayMethods):
     """The collection, context, agent-transcript and display methods are mixed in from
-    api_collections.py, api_contexts.py, api_transcripts.py and api_display.py."""
+    api_collections.py, api_contexts.py, api_transcripts.py and api_display.py; each index's own
+    collection list (config()) from api_lists.py."""
 
     def __init__(
         self,
@@ -103,7 +105,7 @@ class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods, DisplayMetho
 
     def _configured_url(self) -> str | None:
         try:
-            config = self.config()
+            config = self._file_config()
         except ConfigInvalid:
             # A config that does not parse has no [index] url; the commands that read it report the
             # problem (doctor as a failed check), so choosing the index must not fail first.
@@ -121,10 +123,7 @@ class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods, DisplayMetho
         (hybrid/model_defaults.py): what `models pull` without a role does not fetch."""
         from .hybrid.model_defaults import roles_left_out
 
-        return roles_left_out(self.config_path, self.config().other.get("query"))
-
-    def config(self) -> settings.Config:
-        return settings.load(self.config_path)
+        return roles_left_out(self.config_path, self._file_config().other.get("query"))
 
     def _reader(self) -> contextlib.AbstractContextManager[Any]:
         backend = self.backend
@@ -157,9 +156,10 @@ class Tansaku(CollectionMethods, ContextMethods, TranscriptMethods, DisplayMetho
         if chunk_strategy:
             from .config.collections import with_chunk_strategy
 
-            config = with_chunk_strategy(config, chosen, chunk_strategy)
+            changed = with_chunk_strategy(config, chosen, chunk_strategy)
             if not dry_run:
-                settings.save(self.config_path, config)
+                self._save_config(config, changed, "update")
+            config = changed
         return self._update(config, chosen, dry_run=dry_run, run_hooks=True, progress=progress)
 
     def watch(self, names: Sequence[str] = (), *, on_update: Any, stop: Any = None) -> int:

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .config import settings
 from .config.selection import find_collection
 
 if TYPE_CHECKING:
@@ -62,7 +61,7 @@ class CollectionMethods:
             new_config, [collection.name], dry_run=dry_run, run_hooks=False, progress=progress
         )
         if not dry_run:
-            settings.save(self.config_path, new_config)
+            self._save_config(config, new_config, "collection add")
         if overlaps:
             report = replace(report, warnings=[*overlaps, *report.warnings])
         return report
@@ -79,39 +78,49 @@ class CollectionMethods:
     def rename_collection(self: Tansaku, old: str, new: str) -> Collection:
         from .config.collections import renamed
 
-        new_config, collection = renamed(self.config(), old, new)
+        config = self.config()
+        new_config, collection = renamed(config, old, new)
+        saved = False
         if self.backend.exists():
             from .store.backend import documents
 
             with self._writer("collection rename") as conn:
                 documents.rename_collection(conn, old, new)
-        settings.save(self.config_path, new_config)
+                if saved := self._lists_in_index:  # the list changes in the same transaction
+                    self._save_config(config, new_config, conn=conn)
+        if not saved:
+            self._save_config(config, new_config, "collection rename")
         return collection
 
     def remove_collection(self: Tansaku, name: str) -> int:
         """Unregister a collection and drop its index rows. Its files are never touched."""
         from .config.collections import without
 
-        new_config = without(self.config(), name)
+        config = self.config()
+        new_config = without(config, name)
         removed = 0
+        saved = False
         if self.backend.exists():
             from .store.backend import removal
 
             with self._writer("collection remove") as conn:
                 removed = removal.delete_collection(conn, name)
-        settings.save(self.config_path, new_config)
+                if saved := self._lists_in_index:  # the list changes in the same transaction
+                    self._save_config(config, new_config, conn=conn)
+        if not saved:
+            self._save_config(config, new_config, "collection remove")
         return removed
 
     def set_include(self: Tansaku, name: str, include: bool) -> Collection:
         config = self.config()
         updated = replace(find_collection(config, name), include=include)
-        settings.save(self.config_path, config.with_collection(updated))
+        self._save_config(config, config.with_collection(updated))
         return updated
 
     def set_update_command(self: Tansaku, name: str, command: str | None) -> Collection:
         config = self.config()
         updated = replace(find_collection(config, name), update=(command or None))
-        settings.save(self.config_path, config.with_collection(updated))
+        self._save_config(config, config.with_collection(updated))
         return updated
 
     def set_chunk_strategy(self: Tansaku, name: str, strategy: str) -> Collection:
@@ -119,5 +128,5 @@ class CollectionMethods:
 
         config = self.config()
         updated = chunk_strategy_set(config, name, strategy)
-        settings.save(self.config_path, config.with_collection(updated))
+        self._save_config(config, config.with_collection(updated))
         return updated

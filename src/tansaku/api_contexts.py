@@ -1,5 +1,6 @@
-"""The facade's context methods: notes attached to a path, kept in the config apart from the
-documents (config/contexts.py). Mixed into api.Tansaku.
+"""The facade's context methods: notes attached to a path, kept with the index's collections
+(its config file, or its database's list: api_lists.py) apart from the documents
+(config/contexts.py). Mixed into api.Tansaku.
 """
 
 from __future__ import annotations
@@ -7,7 +8,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .config import settings
 from .config.contexts import missing_contexts, normalize_context_path
 from .errors import ContextNotFound, UsageError
 from .store.backend import documents as store
@@ -27,7 +27,7 @@ class ContextMethods:
         key = normalize_context_path(path, config.collections, self.cwd)
         contexts = dict(config.contexts)
         contexts[key] = text.strip()
-        settings.save(self.config_path, replace(config, contexts=contexts))
+        self._save_config(config, replace(config, contexts=contexts), "context")
         return Context(key, text.strip())
 
     def contexts(self: Tansaku) -> list[Context]:
@@ -42,7 +42,7 @@ class ContextMethods:
             raise ContextNotFound(f"no context at {key!r}", hint="see `tansaku context list`")
         contexts = dict(config.contexts)
         text = contexts.pop(key)
-        settings.save(self.config_path, replace(config, contexts=contexts))
+        self._save_config(config, replace(config, contexts=contexts), "context")
         return Context(key, text)
 
     def check_contexts(self: Tansaku) -> list[str]:

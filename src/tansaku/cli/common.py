@@ -229,7 +229,8 @@ def complete_with(action: argparse.Action, completer: Callable[..., Iterable[str
 def collection_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
     """The configured collections' names, for completing -c/--collection and NAME arguments.
 
-    Reads only the config file of the index the line names (--index): completion runs on every
+    Reads only the config file of the index the line names (--index), and nothing for
+    `--index postgresql://...`, whose list is in the database: completion runs on every
     Tab press, so it must never open the index or load a model, and a broken config must not
     print a traceback into the shell, so it completes nothing instead.
     """
@@ -238,9 +239,12 @@ def collection_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> 
     from ..paths import locations
 
     try:
-        config = settings.load(locations(getattr(parsed_args, "index", None)).config_file)
+        where = locations(getattr(parsed_args, "index", None))
+        config = settings.load(where.config_file)
     except (TansakuError, OSError):
         return []
+    if where.index_url is not None:
+        return []  # a database keeps its own list (api_lists.py): not read on a Tab press
     return [name for name in sorted(config.collections) if name.startswith(prefix)]
 
 

@@ -1,7 +1,10 @@
 """The configuration file: collections and contexts, as TOML a person can edit.
 
-The file is the source of truth for what is indexed; the index only holds derived data. Writes go
-to a temporary file that replaces the old one, so a crash never leaves half a config behind.
+Each index has its own config (``index.toml``, ``NAME.toml`` for ``--index NAME``). For a SQLite
+index the file is the source of truth for what is indexed; the index only holds derived data. An
+index in PostgreSQL keeps its collections and contexts in the database instead, so every member of
+a team sees one list (config/index_lists.py); its file keeps the other settings. Writes go to a
+temporary file that replaces the old one, so a crash never leaves half a config behind.
 """
 
 from __future__ import annotations
@@ -82,6 +85,40 @@ def load(path: Path) -> Config:
     return _from_dict(data, path)
 
 
+def collection_from_entry(name: str, entry: Any, path: Path | str) -> Collection:
+    """A collection from its TOML table (or the same table kept in a database, where ``path``
+    names the index for the messages)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+        raise ConfigInvalid(f"config {path}: collection {name!r} needs a path")
+    return Collection(
+        name=name,
+        path=entry["path"],
+        masks=tuple(_strings(entry.get("masks", list(DEFAULT_MASKS)), path, name, "masks")),
+        ignore=tuple(_strings(entry.get("ignore", []), path, name, "ignore")),
+        update=entry.get("update") or None,
+        include=bool(entry.get("include", True)),
+        chunk_strategy=_strategy(entry.get("chunk_strategy", "regex"), path, name),
+        type=_type(entry.get("type", "files"), path, name),
+        redact=bool(entry.get("redact", True)),
+    )
+
+
+def collection_entry(c: Collection) -> dict[str, Any]:
+    """A collection as its TOML table (the config file's, or a database's list)."""
+    entry: dict[str, Any] = {"path": c.path, "masks": list(c.masks), "include": c.include}
+    if c.ignore:
+        entry["ignore"] = list(c.ignore)
+    if c.update:
+        entry["update"] = c.update
+    if c.chunk_strategy != "regex":
+        entry["chunk_strategy"] = c.chunk_strategy
+    if c.type != "files":
+        entry["type"] = c.type
+    if not c.redact:
+        entry["redact"] = False
+    return entry
+
+
 def _from_dict(data: dict[str, Any], path: Path) -> Config:
     config = Config()
     config.other = {k: v for k, v in data.items() if k not in ("settings", "collections", "contexts")}
@@ -92,19 +129,7 @@ def _from_dict(data: dict[str, Any], path: Path) -> Config:
     if not isinstance(collections, dict):
         raise ConfigInvalid(f"config {path}: [collections] must be a table")
     for name, entry in collections.items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-            raise ConfigInvalid(f"config {path}: collection {name!r} needs a path")
-        config.collections[name] = Collection(
-            name=name,
-            path=entry["path"],
-            masks=tuple(_strings(entry.get("masks", list(DEFAULT_MASKS)), path, name, "masks")),
-            ignore=tuple(_strings(entry.get("ignore", []), path, name, "ignore")),
-            update=entry.get("update") or None,
-            include=bool(entry.get("include", True)),
-            chunk_strategy=_strategy(entry.get("chunk_strategy", "regex"), path, name),
-            type=_type(entry.get("type", "files"), path, name),
-            redact=bool(entry.get("redact", True)),
-        )
+        config.collections[name] = collection_from_entry(name, entry, path)
     contexts = data.get("contexts", {})
     if not isinstance(contexts, dict) or not all(isinstance(v, str) for v in contexts.values()):
         raise ConfigInvalid(f"config {path}: [contexts] must map paths to strings")
@@ -116,7 +141,7 @@ CHUNK_STRATEGIES = ("regex", "auto")
 COLLECTION_TYPES = ("files", "claude", "codex")
 
 
-def _type(value: Any, path: Path, name: str) -> str:
+def _type(value: Any, path: Path | str, name: str) -> str:
     if value not in COLLECTION_TYPES:
         raise ConfigInvalid(
             f"config {path}: collection {name!r}: type must be one of {', '.join(COLLECTION_TYPES)}"
@@ -124,13 +149,13 @@ def _type(value: Any, path: Path, name: str) -> str:
     return str(value)
 
 
-def _strategy(value: Any, path: Path, name: str) -> str:
+def _strategy(value: Any, path: Path | str, name: str) -> str:
     if value not in CHUNK_STRATEGIES:
         raise ConfigInvalid(f"config {path}: collection {name!r}: chunk_strategy must be 'regex' or 'auto'")
     return str(value)
 
 
-def _strings(value: Any, path: Path, name: str, key: str) -> list[str]:
+def _strings(value: Any, path: Path | str, name: str, key: str) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -144,18 +169,7 @@ def save(path: Path, config: Config) -> None:
         data["settings"] = {"max_file_bytes": config.max_file_bytes}
     data["collections"] = {}
     for c in config.collection_list():
-        entry: dict[str, Any] = {"path": c.path, "masks": list(c.masks), "include": c.include}
-        if c.ignore:
-            entry["ignore"] = list(c.ignore)
-        if c.update:
-            entry["update"] = c.update
-        if c.chunk_strategy != "regex":
-            entry["chunk_strategy"] = c.chunk_strategy
-        if c.type != "files":
-            entry["type"] = c.type
-        if not c.redact:
-            entry["redact"] = False
-        data["collections"][c.name] = entry
+        data["collections"][c.name] = collection_entry(c)
     data["contexts"] = dict(sorted(config.contexts.items(), key=_context_order))
     write_toml(path, data)
 

@@ -195,6 +195,19 @@ class PostgresBackend:
             )
 
     @contextlib.contextmanager
+    def unchecked(self) -> Iterator[PgConnection]:
+        """An autocommit connection that does not insist on the current schema: for what a command
+        reads before it knows whether it will upgrade the index (its collection list)."""
+        psycopg = _driver()
+        conn = PgConnection(self._connect(), reader=True)
+        try:
+            yield conn
+        except psycopg.Error as exc:
+            raise self.translate(exc) from exc
+        finally:
+            conn.close()
+
+    @contextlib.contextmanager
     def reading(self) -> Iterator[PgConnection]:
         """A read-only snapshot for one block: every statement in it sees one state of the index,
         and it never waits for a writer (MVCC)."""

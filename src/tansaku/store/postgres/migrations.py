@@ -353,6 +353,21 @@ CREATE TABLE skipped_files (
 """
 
 
+# Version 8: the index's own collections and contexts (store/postgres/collection_lists.py). A
+# database shared by a team keeps its list here, so every member sees the same collections; each
+# collection's settings are its config table (settings.collection_entry), as JSON.
+_V8 = """
+CREATE TABLE collections (
+    name text COLLATE "C" PRIMARY KEY,
+    entry jsonb NOT NULL
+);
+CREATE TABLE contexts (
+    path text COLLATE "C" PRIMARY KEY,
+    text text NOT NULL
+)
+"""
+
+
 def _v6(conn: Any) -> None:
     _script(_V6)(conn)
     conn.execute(_TAKE_IDS)
@@ -378,6 +393,7 @@ MIGRATIONS: list[Migration] = [
     _script(_V5),
     _v6,
     _script(_V7),
+    _script(_V8),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
