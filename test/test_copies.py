@@ -221,6 +221,35 @@ def test_language_segments() -> None:
         assert neutral(plain) is None, plain
 
 
+def test_version_segments() -> None:
+    from tansaku.search.languages import in_language, neutral
+
+    assert neutral("python/3.11/library/os.html") == ("python/*/library/os.html", "3.11")
+    assert neutral("api/v2/auth.md") == ("api/*/auth.md", "v2")
+    assert neutral("httpd/2.4.62/x.html") == ("httpd/*/x.html", "2.4.62")
+    assert in_language("python/3.11/library/os.html", "3.12") == "python/3.12/library/os.html"
+    # A plain number is a year, a month, a chapter; a dotted file name part is no version.
+    for plain in ("notes/2024/01/meeting.md", "chapter/3/x.md", "index.2.4.html", "v/x.md", "1.x/a.md"):
+        assert neutral(plain) is None, plain
+
+
+@pytest.mark.both_backends
+def test_versions_of_a_page_are_one_result_with_the_other_versions(cli: Cli, tmp_path: Path) -> None:
+    root = tmp_path / "manual"
+    for version, words in (("3.11", "os.walk yields a tuple"), ("3.12", "os.walk yields a tuple, sorted")):
+        (root / version).mkdir(parents=True)
+        (root / version / "os.md").write_text(f"# os\n\n{words}: the wombat module.\n", encoding="utf-8")
+    (root / "3.12" / "new.md").write_text("# New\n\nThe wombat news.\n", encoding="utf-8")
+    ok(cli("collection", "add", root))
+    data = ok(cli("search", "wombat", "--json")).json()
+    shown = {hit["virtual_path"]: hit.get("also_in") for hit in data["results"]}
+    [os_page] = [path for path in shown if path.endswith("/os.md")]
+    other = "3.11" if "/3.12/" in os_page else "3.12"
+    assert shown[os_page] == [other] and shown["tansaku://manual/3.12/new.md"] is None
+    assert f"  also in: {other}" in ok(cli("search", "wombat")).stdout
+    assert len(ok(cli("search", "wombat", "--all-copies", "--json")).json()["results"]) == 3
+
+
 @pytest.mark.both_backends
 def test_a_fused_list_merges_copies_and_translations_the_lists_kept_apart(cli: Cli, translated: Path) -> None:
     """`query` fuses lists collapsed on their own; what two lists kept apart is merged again."""

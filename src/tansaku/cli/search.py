@@ -61,8 +61,8 @@ def add_result_options(
         "--all-copies",
         action="store_true",
         help="list every path of a text found at several (copies, symlinks, overlapping collections)"
-        " and every language of a translated page (docs/fr/, page.ja.html); by default each is shown"
-        " once, with 'also at: PATHS' or 'also in: LANGUAGES'",
+        " and every language or version of a page (docs/fr/, page.ja.html, docs/3.11/); by default"
+        " each is shown once, with 'also at: PATHS' or 'also in: LANGUAGES'",
     )
     add_field_options(parser)
 
