@@ -342,7 +342,7 @@ def test_quick_vectors_count_and_go_as_the_quick_pass_expects(cli, postgres_url:
     assert cli("--index", postgres_url, "collection", "add", sample, "--name", "sample").exit_code == 0
     from tansaku.api import Tansaku
 
-    params = params_for(Tansaku().config().collections["sample"]).fingerprint()
+    params = params_for(Tansaku(postgres_url).config().collections["sample"]).fingerprint()
     backend = open_backend(postgres_url)
     fingerprint = "quick:plain:c2"
     with writing(backend, "test") as conn:
