@@ -288,8 +288,61 @@ def test_navigation_marked_by_documentation_generators_is_left_out(tree: bool) -
     assert html.to_markdown(html.decode(page), tree=tree).text == "# Tides\n\nx\n"
 
 
+LINK_LISTS = (
+    "<html><body><h1>Expansion</h1>"
+    # A table of contents: left out.
+    '<ul><li><a href="#a">14.1 History</a><ul><li><a href="#b">14.1.1 Overview</a></li></ul></li>'
+    '<li><a href="#c">14.2 Aliases</a></li><li><a href="#d">14.3 Globbing</a></li></ul>'
+    "<p>Globbing expands patterns into file names.</p>"
+    # Two links: a short list, kept; links with words of their own: kept.
+    '<ul><li><a href="#e">see bash</a></li><li><a href="#f">see ksh</a></li></ul>'
+    '<ul><li><a href="#g">glob</a>: match names</li><li><a href="#h">qualifier</a>: filter them</li>'
+    '<li><a href="#i">flags</a>: change the match</li></ul>'
+    # An index: header and letter rows among link rows, left out.
+    "<table><tr><th>Index Entry</th><th>Section</th></tr><tr><th>A</th></tr>"
+    + "".join(
+        f'<tr><td><a href="#{n}">entry {n}</a></td><td><a href="#s">14.{n}</a></td></tr>' for n in range(30)
+    )
+    + "</table>"
+    # DocBook: a table of contents in a <dl>, left out; anchors (<a id/>) are not links.
+    '<dl class="toc"><dt><a href="#x">2.1. Basics</a></dt><dd><dl><dt><a href="#y">2.1.1. Setup</a></dt>'
+    '</dl></dd><dt><a href="#z">2.2. More</a></dt></dl>'
+    '<p><a id="idm1"></a>Pin-Priority 500 is the default.</p>'
+    "<table><tr><th>package</th><th>description</th></tr>"
+    '<tr><td><a href="p/apt"><code>apt</code></a></td><td>front-end to manage packages</td></tr>'
+    '<tr><td><a href="p/dpkg"><code>dpkg</code></a></td><td>low level package manager</td></tr>'
+    '<tr><td><a href="p/aptitude">aptitude</a></td><td>full screen console</td></tr></table>'
+    "<dl><dt>glob</dt><dd>a pattern</dd><dt>qualifier</dt><dd>a filter</dd>"
+    "<dt>flag</dt><dd>a switch</dd></dl>"
+    "</body></html>"
+)
+
+
+def test_html_leaves_out_tables_of_contents_and_indexes() -> None:
+    text = extract("html", LINK_LISTS.encode(), 1_000_000).text
+    for gone in (
+        "14.1 History",
+        "14.1.1 Overview",
+        "14.3 Globbing",
+        "entry 7",
+        "Index Entry",
+        "2.1.1. Setup",
+    ):
+        assert gone not in text, gone
+    for kept in (
+        "Globbing expands patterns",
+        "- see bash\n- see ksh",
+        "- glob: match names",
+        "Pin-Priority 500 is the default.",
+        "| apt | front-end to manage packages |",
+        "glob\n\na pattern",
+    ):
+        assert kept in text, kept
+
+
 HTML_CASES = [
     read("page.html").replace(b"<main>", b"<div>").replace(b"</main>", b"</div>"),
+    LINK_LISTS,
     b"<h1>Top</h1><p>kept</p><nav><p>menu",
     b"<ul><li>one<li>two</ul><p>a<p>b<table><tr><td>x<td>y</table>",
     "<div>" * 2000 + "<h2>Deep</h2>" + "</div>" * 2000,
@@ -303,6 +356,7 @@ HTML_CASES = [
     HTML_CASES,
     ids=[
         "page",
+        "link-lists",
         "unclosed-nav",
         "implied-ends",
         "nested",

@@ -42,7 +42,9 @@ _UNDERLINED = re.compile(
 #    navigation (DocBook, makeinfo, SQLite) is left out of its text (formats/html.py).
 # 9: the blocks a site repeats on its HTML pages (menus, footers) are left out of them
 #    (sources/boilerplate.py, index/repeated.py).
-INDEXER_VERSION = 9
+# 10: an HTML page's tables of contents and index tables (lists of nothing but links) are left
+#     out of its text (formats/html.py).
+INDEXER_VERSION = 10
 TITLE_SEARCH_CHARS = 16_384
 # Only prose formats have headings; in code a "# comment" or a docstring closed by '"""' is not
 # a title, so code files are titled by their name.

@@ -52,7 +52,9 @@ MASKS = {
 # html 2: the title is <title> without the site's name; generators' navigation divs left out.
 # html 3: the blocks a collection's pages repeat are left out of them (index/repeated.py): the
 #   same bytes now index as a different text.
-VERSIONS = {"pdf": 1, "html": 3, "docx": 1, "epub": 1}
+# html 4: lists, tables and DocBook <dl>s of nothing but links (tables of contents, indexes) left
+#   out (formats/html.py).
+VERSIONS = {"pdf": 1, "html": 4, "docx": 1, "epub": 1}
 _MODULES = {
     "pdf": "tansaku.sources.formats.pdf",
     "html": "tansaku.sources.formats.html",

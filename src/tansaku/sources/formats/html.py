@@ -13,7 +13,9 @@ makeinfo's ``header`` (texinfo 6: ``Next: ..., Up: ...``, and on a ``<table>`` t
 6.8's ``[ < ] [ Up ] [ > ]`` bar; on pages whose ``<meta name="generator">`` is makeinfo or
 texi2any only) and ``nav-panel`` (texinfo 7),
 ``navigation``, and SQLite's ``nosearch`` (its site menu, and the page's title and table of
-contents repeated: what SQLite's own search leaves out too). When the page marks its main
+contents repeated: what SQLite's own search leaves out too), and tables of contents and indexes:
+a list, table or ``<dl>`` of at least MIN_LINK_LIST items or rows nearly all of which are nothing
+but links (``_Writer._drop_link_lists``). When the page marks its main
 content (``<main>`` or ``role="main"``), only that is kept: the rest is the site around the page.
 
 Title: the page's ``<title>`` (the first, outside ``<svg>``), without the site's name. The
@@ -60,6 +62,10 @@ _HEADINGS = {f"h{n}": n for n in range(1, 7)}
 _TAG = re.compile(r"<(/?)([A-Za-z][^\s/>]*)")
 # Deeper pages go to the standard library's parser, whose time grows with the page's length only.
 MAX_TREE_DEPTH = 1000
+# A list or table of at least this many items or rows, each nothing but links, is a table of
+# contents or an index, not the page's text.
+MIN_LINK_LIST = 3
+LINK_LIST_SHARE = 0.9
 _SPACE = re.compile(r"\s+")
 _BREAK = "\ue000"  # a <br> while inline text is gathered (source newlines are only spaces)
 _MAIN = re.compile(rb"<main[\s>]|role\s*=\s*[\"']?main\b", re.I)
@@ -195,6 +201,14 @@ class _Writer(HTMLParser):
         self._lists = 0
         self._item = False
         self._cells: list[str] | None = None
+        # Lists and tables of nothing but links (tables of contents, indexes: _drop_link_lists).
+        self._links = 0  # <a href> elements open
+        self._anchors: list[bool] = []  # the open <a> elements: a link (href) or not
+        self._linked = self._plain = 0  # characters of the item or row being read, in links or not
+        self._link_only: set[int] = set()  # blocks (items, rows) that are one link or a few
+        self._link_lists: set[int] = set()  # blocks of the lists and tables left out
+        self._list_start = self._table_start = self._dl_start = 0
+        self._tables = self._dls = 0
 
     # -- parser events -----------------------------------------------------------------------
 
@@ -231,6 +245,10 @@ class _Writer(HTMLParser):
         if not self._keeping():
             return
         self._start(tag)
+        if tag == "a":
+            # Only a link is one: DocBook's anchors (<a id=.../>) wrap the text after them.
+            self._anchors.append("href" in attributes)
+            self._links += "href" in attributes
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if self._skip is None and self._keeping() and tag == "br":
@@ -261,6 +279,10 @@ class _Writer(HTMLParser):
             self._pre.append(data)
         else:
             self.inline.append(data)
+            if self._links:
+                self._linked += len(data.strip())
+            else:
+                self._plain += len(data.strip())
 
     def _navigation(self, tag: str, classes: set[str]) -> bool:
         if tag == "div" and classes & _SKIPPED_DIV_CLASSES:
@@ -294,6 +316,8 @@ class _Writer(HTMLParser):
             self._pre = []
         elif tag in ("ul", "ol"):
             self._flush()
+            if not self._lists:
+                self._list_start = len(self.blocks)
             self._lists += 1
         elif tag == "li":
             self._flush()
@@ -301,17 +325,27 @@ class _Writer(HTMLParser):
         elif tag == "tr":
             self._flush()
             self._cells = []
+            self._linked = self._plain = 0
         elif tag in ("td", "th"):
             self._cell()
         elif tag == "br":
             self.inline.append(_BREAK)
         elif tag in _BLOCKS:
             self._flush()
+        if tag == "table":
+            if not self._tables:
+                self._table_start = len(self.blocks)
+            self._tables += 1
+        elif tag == "dl":  # DocBook's tables of contents
+            if not self._dls:
+                self._dl_start = len(self.blocks)
+            self._dls += 1
 
     def _end(self, tag: str) -> None:
         if tag in _HEADINGS and self._heading:
             text = _SPACE.sub(" ", "".join(self.inline)).strip().rstrip("¶#").strip()
             self.inline = []
+            self._linked = self._plain = 0
             if text:
                 self.blocks.append(("heading", "#" * self._heading + " " + text))
                 if self._heading == 1 and not self.first_h1:
@@ -325,15 +359,44 @@ class _Writer(HTMLParser):
         elif tag in ("ul", "ol"):
             self._flush()
             self._lists = max(0, self._lists - 1)
+            if not self._lists:
+                self._drop_link_lists(self._list_start)
         elif tag == "li":
             self._flush()
         elif tag in ("tr", "table") and self._cells is not None:  # a row whose </tr> was left out
             self._cell()
             cells, self._cells = self._cells, None
             if any(cells):
+                if self._is_link_only():
+                    self._link_only.add(len(self.blocks))
                 self.blocks.append(("row", "| " + " | ".join(cells) + " |"))
+        elif tag == "a" and self._anchors:
+            self._links -= self._anchors.pop()
         elif tag in _BLOCKS:
             self._flush()
+        if tag == "table" and self._tables:
+            self._tables -= 1
+            if not self._tables:
+                self._drop_link_lists(self._table_start)
+        elif tag == "dl" and self._dls:
+            self._dls -= 1
+            if not self._dls:
+                self._drop_link_lists(self._dl_start)
+
+    def _drop_link_lists(self, start: int) -> None:
+        """Leave out the list or table that began at block ``start`` when it is a table of
+        contents or an index: at least MIN_LINK_LIST items or rows, nearly all (LINK_LIST_SHARE)
+        nothing but links (an index's header and letter rows are not)."""
+        found = range(start, len(self.blocks))
+        links = sum(1 for n in found if n in self._link_only)
+        if links >= MIN_LINK_LIST and links >= LINK_LIST_SHARE * len(found):
+            self._link_lists.update(found)
+
+    def _is_link_only(self) -> bool:
+        """Whether the item or row just read is links, a separator (":", ",") aside."""
+        only = self._linked > 0 and self._plain <= max(2, self._linked // 10)
+        self._linked = self._plain = 0
+        return only
 
     def _cell(self) -> None:
         if self._cells is None:
@@ -353,6 +416,8 @@ class _Writer(HTMLParser):
         if not text:
             return
         kind = "paragraph"
+        if self._is_link_only():
+            self._link_only.add(len(self.blocks))
         if self._item:
             text = "  " * max(0, self._lists - 1) + "- " + text
             self._item = False
@@ -363,7 +428,10 @@ class _Writer(HTMLParser):
         self._flush()
         out: list[str] = []
         previous = ""
-        for kind, text in self.blocks:
+        # Also on a page that is nothing but an index or a table of contents: it is found by its
+        # title, and its entries would rank it for every word of the manual (evals/RESULTS-formats.md).
+        blocks = [b for n, b in enumerate(self.blocks) if n not in self._link_lists]
+        for kind, text in blocks:
             if out:
                 out.append("\n" if kind == previous and kind in ("item", "row") else "\n\n")
             out.append(text)
