@@ -279,10 +279,12 @@ class _Writer(HTMLParser):
             self._pre.append(data)
         else:
             self.inline.append(data)
-            if self._links:
-                self._linked += len(data.strip())
+            if data.isspace():
+                pass
+            elif self._links:
+                self._linked += len(data)
             else:
-                self._plain += len(data.strip())
+                self._plain += len(data)
 
     def _navigation(self, tag: str, classes: set[str]) -> bool:
         if tag == "div" and classes & _SKIPPED_DIV_CLASSES:
