@@ -251,12 +251,48 @@ def _active(expression: Expression) -> dict[int, list[str]]:
     return active
 
 
+def _words_at_once(
+    table: PostingsTable, phrases: Sequence[Phrase], weights: Sequence[float], restrict: Sequence[int] | None
+) -> Sql:
+    """hits for phrases of one word each (a long query's OR of words), over packed postings: the
+    blocks of every word read in one scan and summed per row in one aggregate, each phrase's
+    frequency a FILTER of it (a row where none counts has them all NULL, as if absent)."""
+    weight = "coalesce((%s::float8[])[u.c + 1], '1'::float8)"
+    sql = Sql().add("SELECT u.d::bigint AS id")
+    words: list[str] = []  # the blocks to read: these terms, and the prefixes' ranges
+    prefixes: list[str] = []
+    for phrase in phrases:
+        condition = Sql()
+        if phrase.tokens:
+            condition.extend(_term(table, "p", phrase.tokens[0], phrase.prefix))
+            if phrase.columns is not None:
+                condition.add(" AND u.c = ANY(%s::smallint[])", sorted(phrase.columns))
+            (prefixes if phrase.prefix else words).append(phrase.tokens[0])
+        else:
+            condition.add("false")
+        sql.add(f", sum(u.n::float8 * {weight}) FILTER (WHERE ", list(weights))
+        sql.extend(condition).add(f") AS f{phrase.number}")
+    sql.add(
+        _ENTRIES.format(name=table.name, a="p", u="u") + " WHERE (p.term = ANY(%s::text[])",
+        sorted(set(words)),
+    )
+    for prefix in sorted(set(prefixes)):
+        sql.add(" OR (").extend(_term(table, "p", prefix, True)).add(")")
+    sql.add(")")
+    if restrict is not None:
+        ids = list(restrict)
+        sql.add(" AND p.docs && %s::integer[] AND u.d = ANY(%s::integer[])", ids, ids)
+    return sql.add(" GROUP BY u.d")
+
+
 def hits(
     table: PostingsTable, expression: Expression, weights: Sequence[float], restrict: Sequence[int] | None
 ) -> Sql:
     """``SELECT id, f0, f1, ...``: every row some phrase occurs in (among ``restrict``), with each
     phrase's frequency there (NULL where it does not occur)."""
     phrases = expression.phrases
+    if table.packed and len(phrases) > 1 and all(len(p.tokens) <= 1 for p in phrases):
+        return _words_at_once(table, phrases, weights, restrict)
     if len(phrases) == 1:
         only = phrase_rows(table, phrases[0], weights, restrict)
         return Sql().add("SELECT id, f AS f0 FROM (").extend(only).add(") AS p")
