@@ -143,7 +143,10 @@ def test_update_keeps_the_term_statistics_it_ranks_by(cli, postgres_url: str, fo
     with psycopg.connect(postgres_url) as conn:
         kept = dict(conn.execute("SELECT term, df FROM term_stats").fetchall())
         counted = dict(
-            conn.execute("SELECT term, count(DISTINCT doc_id) FROM postings GROUP BY term").fetchall()
+            conn.execute(
+                "SELECT p.term, count(DISTINCT u.d) FROM postings AS p, unnest(p.docs) AS u(d)"
+                " GROUP BY p.term"
+            ).fetchall()
         )
         totals = conn.execute("SELECT docs, tokens FROM keyword_totals").fetchone()
         actual = conn.execute("SELECT count(*), sum(fts_tokens) FROM documents").fetchone()

@@ -150,3 +150,97 @@ def test_the_idfs_computed_here_score_as_the_servers(both: Any) -> None:
         assert {int(row[0]): float(row[1]) for row in rows} == expected, expression
         compared += len(expected)
     assert compared > 100
+
+
+# The keyword tables as schema version 7 made them (migrations._V1 and _V6): a row per term,
+# document and column with its positions, as that version's update wrote them.
+_V7_POSTINGS = """
+CREATE TABLE postings (
+    term text COLLATE "C" NOT NULL,
+    doc_id bigint NOT NULL,
+    col smallint NOT NULL,
+    positions integer[] NOT NULL,
+    PRIMARY KEY (term, doc_id, col)
+);
+CREATE INDEX postings_doc ON postings (doc_id)
+"""
+
+
+def undo_version_9(url: str) -> None:
+    """The database as tansaku of schema version 8 left it: its postings table (version 7's),
+    filled from each document's keyword text with version 7's statements; no blocks, no functions
+    of version 9."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        texts = conn.execute(
+            "SELECT d.id, d.fts_path, d.fts_title, coalesce(d.fts_body, c.body), d.fts_headings,"
+            " d.fts_options FROM documents AS d JOIN content AS c ON c.hash = d.hash ORDER BY d.id"
+        ).fetchall()
+        for statement in (
+            "DROP TABLE postings",
+            "DROP SEQUENCE posting_blocks",
+            "DROP FUNCTION tansaku_entries",
+            "DROP FUNCTION tansaku_without",
+            "ALTER TABLE documents DROP COLUMN keyword_block",
+            *_V7_POSTINGS.split(";\n"),
+            "UPDATE tansaku_schema SET version = 8",
+        ):
+            conn.execute(statement)
+        with conn.cursor().copy("COPY postings (term, doc_id, col, positions) FROM STDIN") as copy:
+            for doc_id, *columns in texts:
+                places, _ = pg_store._places(sqlite_store.FtsText(*columns))
+                for (term, column), at in places.items():
+                    copy.write_row((term, doc_id, column, "{" + ",".join(map(str, at)) + "}"))
+
+
+def test_an_index_of_schema_version_8_is_migrated_and_ranks_alike(
+    cli: Callable[..., CliResult], postgres_url: str, tmp_path: Path, index_path: Path
+) -> None:
+    """Today's index (a row per posting) opened by this code: reading asks for `update`, which
+    packs the postings (migration 9); then update keeps working on the migrated blocks (a changed
+    file, a removed one) and every expression ranks as FTS5 does."""
+    from tansaku.errors import IndexSchemaMismatch
+    from tansaku.store.postgres.migrations import SCHEMA_VERSION
+
+    for name, source in COLLECTIONS:
+        shutil.copytree(REPO / source, tmp_path / name)
+        assert cli("collection", "add", tmp_path / name, "--name", name, "--mask", "**/*").exit_code == 0
+    for name, _ in COLLECTIONS:
+        assert cli("--index", postgres_url, "update", "-c", name).exit_code == 0
+    undo_version_9(postgres_url)
+    with pytest.raises(IndexSchemaMismatch) as refused, PostgresBackend(postgres_url).reading():
+        pass
+    assert "tansaku update" in str(refused.value.hint)
+    migrated = cli("--index", postgres_url, "update")
+    assert migrated.exit_code == 0, migrated.stderr
+    changed = next(path for path in sorted((tmp_path / "sample").rglob("*.md")))
+    changed.write_text("# Changed\n\nThe backup is restored from the archive.\n", encoding="utf-8")
+    removed = next(path for path in sorted((tmp_path / "garden").rglob("*.md")))
+    removed.unlink()
+    for args in (("update",), ("--index", postgres_url, "update")):
+        result = cli(*args)
+        assert result.exit_code == 0, result.stderr
+    sqlite = db.open_read(index_path)
+    try:
+        with PostgresBackend(postgres_url).reading() as postgres:
+            version = postgres.execute("SELECT version FROM tansaku_schema").fetchone()[0]
+            assert version == SCHEMA_VERSION
+            compared = 0
+            for expression in [*HARD, *_expressions()]:
+                for collection, limit in ((None, None), ("sample", 10)):
+                    expected = sqlite_store.keyword_search(sqlite, expression, collection, limit)
+                    found = pg_store.keyword_search(postgres, expression, collection, limit)
+                    assert _named(pg_store, postgres, found) == _named(sqlite_store, sqlite, expected), (
+                        expression
+                    )
+                    compared += len(expected)
+            assert compared > 500
+            stats = pg_store.term_statistics(postgres)
+            counted = postgres.execute(
+                "SELECT p.term, count(DISTINCT u.d) FROM postings AS p, unnest(p.docs) AS u(d)"
+                " GROUP BY p.term"
+            ).fetchall()
+            assert stats == {term: int(n) for term, n in counted}
+    finally:
+        sqlite.close()

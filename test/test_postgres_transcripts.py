@@ -22,6 +22,7 @@ import pytest
 from .conftest import REPO, SAMPLE, CliResult, share_collections
 from .models_fixture import requires_llama, requires_minilm
 from .postgres_fixture import requires_postgres
+from .test_postgres_bm25_sql import undo_version_9
 
 pytestmark = requires_postgres
 
@@ -339,6 +340,7 @@ def test_a_version_4_database_is_upgraded_by_update(cli: Cli, postgres_url: str,
     pg = ("--index", postgres_url)
     assert cli(*pg, "collection", "add", corpus / "sample", "--name", "sample").exit_code == 0
     before = _search(cli, pg, "search", "backup")
+    undo_version_9(postgres_url)
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("DROP TABLE skipped_files")  # version 7
         _undo_version_6(conn)

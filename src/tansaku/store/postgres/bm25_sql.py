@@ -44,10 +44,11 @@ class PostingsTable:
     rows: str  # the table of rows, with ``id`` and ``fts_tokens``
     term_stats: str | None  # a table of each term's document frequency, kept by update
     totals: str  # the rows and tokens of the whole table, as one row
+    packed: bool = False  # a row per term and block of rows (migration 8), not per row and column
 
 
 DOCUMENT_POSTINGS = PostingsTable(
-    "postings", "doc_id", "col", "documents", "term_stats", "SELECT docs, tokens FROM keyword_totals"
+    "postings", "doc_id", "col", "documents", "term_stats", "SELECT docs, tokens FROM keyword_totals", True
 )
 TURN_POSTINGS = PostingsTable(
     "turn_postings", "turn_id", "0", "transcript_turns", None, "SELECT turns, tokens FROM turn_totals"
@@ -107,7 +108,10 @@ def phrase_rows(
     there, each instance counted at its column's weight (ranking.occurrences and Evaluation.bm25)."""
     weight = "coalesce((%s::float8[])[{column} + 1], '1'::float8)"
     if not phrase.tokens:
-        return Sql().add("SELECT NULL::bigint AS id, NULL::float8 AS f WHERE false")
+        empty = "NULL::bigint AS id, NULL::integer AS len" if table.packed else "NULL::bigint AS id"
+        return Sql().add(f"SELECT {empty}, NULL::float8 AS f WHERE false")
+    if table.packed:
+        return _packed_phrase_rows(table, phrase, weights, restrict)
     last = len(phrase.tokens) - 1
     if last == 0:
         column = _column(table, "p")
@@ -155,6 +159,75 @@ def phrase_rows(
     return sql.add(") AS instances WHERE n > 0 GROUP BY id")
 
 
+# A packed row (migration 8): ``docs``, ``cols`` and ``counts`` are parallel, one entry per row
+# and column in (row, column) order, and ``positions`` holds the entries' positions back to back.
+# ``lens`` gives each entry its row's tokens (BM25's length), so the rows' table is not read.
+_ENTRIES = " FROM {name} AS {a}, unnest({a}.docs, {a}.cols, {a}.counts, {a}.lens) AS {u}(d, c, n, l)"
+_POSITIONS = (
+    " FROM {name} AS {a},"
+    " tansaku_entries({a}.docs, {a}.cols, {a}.counts, {a}.lens, {a}.positions) AS {u}(d, c, l, at)"
+)
+
+
+def _packed_filters(alias: str, entry: str, phrase: Phrase, restrict: Sequence[int] | None) -> Sql:
+    sql = Sql()
+    if phrase.columns is not None:
+        sql.add(f" AND {entry}.c = ANY(%s::smallint[])", sorted(phrase.columns))
+    if restrict is not None:
+        ids = list(restrict)
+        sql.add(f" AND {alias}.docs && %s::integer[] AND {entry}.d = ANY(%s::integer[])", ids, ids)
+    return sql
+
+
+def _packed_phrase_rows(
+    table: PostingsTable, phrase: Phrase, weights: Sequence[float], restrict: Sequence[int] | None
+) -> Sql:
+    """phrase_rows over packed postings: the blocks of the phrase's terms (found by the primary
+    key) unnested, positions read only for a phrase of several words."""
+    weight = "coalesce((%s::float8[])[{column} + 1], '1'::float8)"
+    last = len(phrase.tokens) - 1
+    if last == 0:
+        sql = Sql().add(
+            "SELECT u.d::bigint AS id, max(u.l) AS len,"
+            f" sum(u.n::float8 * {weight.format(column='u.c')}) AS f"
+            + _ENTRIES.format(name=table.name, a="p", u="u")
+            + " WHERE ",
+            list(weights),
+        )
+        sql.extend(_term(table, "p", phrase.tokens[0], phrase.prefix))
+        sql.extend(_packed_filters("p", "u", phrase, restrict))
+        return sql.add(" GROUP BY u.d")
+
+    def entries(i: int) -> Sql:
+        """``(d, c, at)``: word i's entries with their positions (a prefix's terms merged)."""
+        a, u = f"p{i}", f"u{i}"
+        prefix = phrase.prefix and i == last
+        head = f"SELECT {u}.d, {u}.c, " + (
+            f"max({u}.l) AS l, array_agg(q) AS at" if prefix else f"{u}.l, {u}.at"
+        )
+        sql = Sql().add(head + _POSITIONS.format(name=table.name, a=a, u=u))
+        if prefix:
+            sql.add(f", unnest({u}.at) AS q")
+        sql.add(" WHERE ").extend(_term(table, a, phrase.tokens[i], prefix))
+        sql.extend(_packed_filters(a, u, phrase, restrict))
+        return sql.add(f" GROUP BY {u}.d, {u}.c") if prefix else sql
+
+    checks = " AND ".join(f"s.p + {i} = ANY(e{i}.at)" for i in range(1, last + 1))
+    sql = Sql().add(
+        "SELECT i.d::bigint AS id, max(i.l) AS len,"
+        f" sum(i.n::float8 * {weight.format(column='i.c')}) AS f FROM (",
+        list(weights),
+    )
+    sql.add(
+        f"SELECT e0.d, e0.c, e0.l, (SELECT count(*) FROM unnest(e0.at) AS s(p) WHERE {checks}) AS n FROM ("
+    )
+    sql.extend(entries(0)).add(") AS e0")
+    for i in range(1, last + 1):
+        sql.add(" JOIN (").extend(entries(i)).add(f") AS e{i} ON e{i}.d = e0.d AND e{i}.c = e0.c")
+    # OFFSET 0: each count once (a condition on it in the join ran it a second time).
+    return sql.add(" OFFSET 0) AS i WHERE i.n > 0 GROUP BY i.d")
+
+
 def _match(node: Node) -> str:
     """The SQL condition on a row of ``hits`` (see :func:`hits`) for the node's documents."""
     if isinstance(node, Phrase):
@@ -187,21 +260,59 @@ def _active(expression: Expression) -> dict[int, list[str]]:
     return active
 
 
+def _words_at_once(
+    table: PostingsTable, phrases: Sequence[Phrase], weights: Sequence[float], restrict: Sequence[int] | None
+) -> Sql:
+    """hits for phrases of one word each (a long query's OR of words), over packed postings: the
+    blocks of every word read in one scan and summed per row in one aggregate, each phrase's
+    frequency a FILTER of it (a row where none counts has them all NULL, as if absent)."""
+    weight = "coalesce((%s::float8[])[u.c + 1], '1'::float8)"
+    sql = Sql().add("SELECT u.d::bigint AS id, max(u.l) AS len")
+    words: list[str] = []  # the blocks to read: these terms, and the prefixes' ranges
+    prefixes: list[str] = []
+    for phrase in phrases:
+        condition = Sql()
+        if phrase.tokens:
+            condition.extend(_term(table, "p", phrase.tokens[0], phrase.prefix))
+            if phrase.columns is not None:
+                condition.add(" AND u.c = ANY(%s::smallint[])", sorted(phrase.columns))
+            (prefixes if phrase.prefix else words).append(phrase.tokens[0])
+        else:
+            condition.add("false")
+        sql.add(f", sum(u.n::float8 * {weight}) FILTER (WHERE ", list(weights))
+        sql.extend(condition).add(f") AS f{phrase.number}")
+    sql.add(
+        _ENTRIES.format(name=table.name, a="p", u="u") + " WHERE (p.term = ANY(%s::text[])",
+        sorted(set(words)),
+    )
+    for prefix in sorted(set(prefixes)):
+        sql.add(" OR (").extend(_term(table, "p", prefix, True)).add(")")
+    sql.add(")")
+    if restrict is not None:
+        ids = list(restrict)
+        sql.add(" AND p.docs && %s::integer[] AND u.d = ANY(%s::integer[])", ids, ids)
+    return sql.add(" GROUP BY u.d")
+
+
 def hits(
     table: PostingsTable, expression: Expression, weights: Sequence[float], restrict: Sequence[int] | None
 ) -> Sql:
     """``SELECT id, f0, f1, ...``: every row some phrase occurs in (among ``restrict``), with each
     phrase's frequency there (NULL where it does not occur)."""
     phrases = expression.phrases
+    if table.packed and len(phrases) > 1 and all(len(p.tokens) <= 1 for p in phrases):
+        return _words_at_once(table, phrases, weights, restrict)
+    length = ", len" if table.packed else ""  # a packed table's rows come with their length
     if len(phrases) == 1:
         only = phrase_rows(table, phrases[0], weights, restrict)
-        return Sql().add("SELECT id, f AS f0 FROM (").extend(only).add(") AS p")
+        return Sql().add(f"SELECT id{length}, f AS f0 FROM (").extend(only).add(") AS p")
     columns = ", ".join(f"max(f) FILTER (WHERE k = {p.number}) AS f{p.number}" for p in phrases)
-    sql = Sql().add(f"SELECT id, {columns} FROM (")
+    longest = ", max(len) AS len" if table.packed else ""
+    sql = Sql().add(f"SELECT id{longest}, {columns} FROM (")
     for i, phrase in enumerate(phrases):
         if i:
             sql.add(" UNION ALL ")
-        sql.add(f"SELECT {phrase.number} AS k, id, f FROM (").extend(
+        sql.add(f"SELECT {phrase.number} AS k, id{length}, f FROM (").extend(
             phrase_rows(table, phrase, weights, restrict)
         ).add(f") AS p{phrase.number}")
     return sql.add(") AS every_phrase GROUP BY id")
@@ -247,19 +358,30 @@ def ranked(
     idf_values: Sequence[float],
     totals: tuple[int, int],
     more: str = "",
+    join: bool = True,
 ) -> Sql:
     """``SELECT id, score[, more] FROM ... WHERE ...``: the rows the expression matches (among
     ``restrict``) with their bm25 from these IDFs and totals (computed here); the row's table is
-    ``r``, for the caller's conditions and order."""
+    ``r``, for the caller's conditions and order (``join=False``: not read, where nothing needs
+    it and the postings carry the rows' lengths)."""
     n_rows, n_tokens = totals
     avgdl = float(n_tokens) / float(n_rows) if n_rows else 1.0
-    bm25 = score(expression, [_float(v) for v in idf_values], _float(avgdl), "r.fts_tokens")
+    bm25 = score(expression, [_float(v) for v in idf_values], _float(avgdl), _length(table))
     return (
         Sql()
         .add(f"SELECT h.id AS id, {bm25} AS score{', ' + more if more else ''} FROM (")
         .extend(hits(table, expression, weights, restrict))
-        .add(f") AS h JOIN {table.rows} AS r ON r.id = h.id WHERE {matches(expression)}")
+        .add(f") AS h{_rows(table, join)} WHERE {matches(expression)}")
     )
+
+
+def _length(table: PostingsTable) -> str:
+    """A matching row's token count: from its postings where packed, else its table's."""
+    return "h.len" if table.packed else "r.fts_tokens"
+
+
+def _rows(table: PostingsTable, join: bool) -> str:
+    return f" JOIN {table.rows} AS r ON r.id = h.id" if join or not table.packed else ""
 
 
 def _counted(table: PostingsTable, phrase: Phrase, known: int | None, restrict: Sequence[int] | None) -> Sql:
@@ -281,6 +403,7 @@ def ranked_in_server(
     restrict: Sequence[int] | None,
     known: Sequence[int | None],
     more: str = "",
+    join: bool = True,
 ) -> Sql:
     """As :func:`ranked`, with the statistics read and the IDFs computed in the same statement
     (``known``: each phrase's n where the read block knows it). Each row ends with what the
@@ -302,20 +425,23 @@ def ranked_in_server(
         for p in phrases
     )
     avgdl = f"CASE WHEN x.n_rows > 0 THEN x.n_tokens::float8 / x.n_rows::float8 ELSE {_float(1.0)} END"
-    bm25 = score(expression, [f"i.idf{p.number}" for p in phrases], "i.avgdl", "r.fts_tokens")
+    bm25 = score(expression, [f"i.idf{p.number}" for p in phrases], "i.avgdl", _length(table))
     numbers = [p.number for p in phrases]
     used = ", ".join(
         ["i.n_rows", "i.n_tokens", *(f"i.n{n}" for n in numbers), *(f"i.idf{n}" for n in numbers)]
     )
     return (
         Sql()
-        .add("WITH h AS (")
+        .add("WITH h AS MATERIALIZED (")
         .extend(hits(table, expression, weights, restrict))
-        .add("), s AS (")
+        .add("), s AS MATERIALIZED (")
         .extend(stats)
-        .add(f"), x AS (SELECT s.*, {ratios} FROM s), i AS (SELECT x.*, {logs}, {avgdl} AS avgdl FROM x)")
+        # Materialized: inlined, each use of a statistic in the score became a subquery of its
+        # own over ``h``, run again per use (66 of them in a six-word query: 140 of its 234 ms).
+        .add(f"), x AS (SELECT s.*, {ratios} FROM s),")
+        .add(f" i AS MATERIALIZED (SELECT x.*, {logs}, {avgdl} AS avgdl FROM x)")
         .add(f" SELECT h.id AS id, {bm25} AS score{', ' + more if more else ''}, {used}")
-        .add(f" FROM h JOIN {table.rows} AS r ON r.id = h.id CROSS JOIN i WHERE {matches(expression)}")
+        .add(f" FROM h{_rows(table, join)} CROSS JOIN i WHERE {matches(expression)}")
     )
 
 
@@ -329,12 +455,14 @@ def run_ranked(
     finish: Callable[[Sql], Sql],
     more: str = "",
     server_idf: bool = True,
+    join: bool = True,
 ) -> list[tuple[Any, ...]]:
     """The rows of :func:`ranked` (``finish`` adds the caller's conditions, order and limit) in one
     round trip: the server computes the IDFs with its ``ln``, and they are checked against
     ``math.log`` here (FTS5's, as ranking.py computes them); where one differs in the last bit (a
     server with another libm), the rows are scored again with the IDFs computed here, so the
-    scores are always FTS5's. ``server_idf=False`` goes that second way at once. Where the read
+    scores are always FTS5's. ``server_idf=False`` goes that second way at once; ``join=False``
+    leaves the rows' table out (``finish`` must not need ``r``). Where the read
     block knows the totals and every phrase's n already, the IDFs are computed here and the
     statement is the plain one."""
     phrases = expression.phrases
@@ -345,7 +473,7 @@ def run_ranked(
         # Everything the IDFs need is known: computed here, the statement is the plain one.
         counts = [int(n) for n in known if n is not None]
     elif server_idf:
-        sql = finish(ranked_in_server(table, expression, weights, restrict, known, more))
+        sql = finish(ranked_in_server(table, expression, weights, restrict, known, more, join))
         rows = conn.execute(sql.sql, sql.params).fetchall()
         if not rows:
             return []
@@ -363,7 +491,7 @@ def run_ranked(
         totals = table_totals(conn, table, cache)
         counts = phrase_frequencies(conn, table, phrases, cache)
     idf_values = [idf(totals[0], n) for n in counts]
-    sql = finish(ranked(table, expression, weights, restrict, idf_values, totals, more))
+    sql = finish(ranked(table, expression, weights, restrict, idf_values, totals, more, join))
     return [tuple(row) for row in conn.execute(sql.sql, sql.params)]
 
 

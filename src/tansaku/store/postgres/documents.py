@@ -144,40 +144,49 @@ def _columns(fts: FtsText) -> list[str]:
 
 
 class _KeywordRows:
-    """The keyword rows of one write transaction, sent in batches: a COPY of many documents'
-    postings and one upsert of the term frequencies' net changes, instead of several statements
-    per document (a cold update of 120 man pages went from 14 s to 7.6 s). Flushed when large,
-    before a document's rows are read back, and before COMMIT (PgConnection.before_commit).
+    """The keyword rows of one write transaction, sent in batches: a COPY of the batch's postings,
+    one row per term (migration 8: a batch's documents are one block of ``postings``), and one
+    upsert of the term frequencies' net changes, instead of several statements per document.
+    Flushed when large, before a document's rows are read back, and before COMMIT
+    (PgConnection.before_commit).
 
     Frequencies and totals are kept per collection (migration 6; the views ``term_stats`` and
-    ``keyword_totals`` sum them), so writers of two collections never touch one row."""
+    ``keyword_totals`` sum them), so writers of two collections never touch one row. A removed
+    document's postings are taken out of its block's rows at the next flush, all of a block's
+    removed documents in one statement (that rewrites the block's rows of their terms)."""
 
-    ROWS = 50_000
+    ENTRIES = 400_000  # (term, document, column) entries of a batch: its block's size
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
-        self.rows: list[tuple[str, int, int, str]] = []
+        # term: (doc, column, positions, the document's tokens)
+        self.terms: dict[str, list[tuple[int, int, list[int], int]]] = {}
+        self.entries = 0
         self.docs: set[int] = set()
+        self.block: int | None = None  # this batch's block, taken when its first document comes
+        self.gone: dict[int, dict[int, str]] = {}  # block: {removed document: its collection}
         self.df: Counter[tuple[str, str]] = Counter()  # (term, collection): net change
         self.totals: dict[str, list[int]] = {}  # collection: [documents, tokens]
+
+    def block_id(self) -> int:
+        if self.block is None:
+            self.block = int(self.conn.execute("SELECT nextval('posting_blocks')").fetchone()[0])
+        return self.block
 
     def add(
         self, doc_id: int, collection: str, places: dict[tuple[str, int], list[int]], tokens: int
     ) -> None:
-        # The positions as an array literal: COPY's text format parses it, and psycopg's dumping
-        # of a list of ints cost more than the rest of the row (1.7 s of 7 s for 120 man pages).
-        self.rows.extend(
-            (term, doc_id, column, "{" + ",".join(map(str, at)) + "}")
-            for (term, column), at in places.items()
-        )
+        for (term, column), at in places.items():
+            self.terms.setdefault(term, []).append((doc_id, column, at, tokens))
+        self.entries += len(places)
         self.docs.add(doc_id)
         self.df.update({(term, collection) for term, _ in places})
         self._count(collection, 1, tokens)
-        if len(self.rows) >= self.ROWS:
+        if self.entries >= self.ENTRIES:
             self.flush()
 
-    def remove(self, collection: str, terms: Iterable[str], tokens: int) -> None:
-        self.df.subtract({(term, collection) for term in terms})
+    def remove(self, doc_id: int, block: int, collection: str, tokens: int) -> None:
+        self.gone.setdefault(block, {})[doc_id] = collection
         self._count(collection, -1, -tokens)
 
     def _count(self, collection: str, documents: int, tokens: int) -> None:
@@ -185,11 +194,46 @@ class _KeywordRows:
         totals[0] += documents
         totals[1] += tokens
 
+    def _take_out(self) -> None:
+        """The removed documents' entries out of their blocks' rows (their terms' frequencies
+        counted down), in SQL on each row's current version, so a concurrent writer's change to
+        the same row is never lost."""
+        for block, docs in sorted(self.gone.items()):
+            ids = sorted(docs)
+            rows = self.conn.execute(
+                "SELECT p.term, u.d FROM postings AS p, unnest(p.docs) AS u(d)"
+                " WHERE p.block = %s AND p.docs && %s::integer[] AND u.d = ANY(%s::integer[])"
+                " GROUP BY p.term, u.d",
+                (block, ids, ids),
+            )
+            self.df.subtract((term, docs[int(doc)]) for term, doc in rows)
+            self.conn.execute(_TAKE_OUT, {"block": block, "gone": ids})
+            self.conn.execute("DELETE FROM postings WHERE block = %s AND cardinality(docs) = 0", (block,))
+        self.gone = {}
+
     def flush(self) -> None:
-        if self.rows:
-            with self.conn.copy("COPY postings (term, doc_id, col, positions) FROM STDIN") as copy:
-                for row in self.rows:
-                    copy.write_row(row)
+        self._take_out()
+        if self.terms:
+            block = self.block_id()
+            with self.conn.copy(
+                "COPY postings (term, block, docs, cols, counts, lens, positions) FROM STDIN"
+            ) as copy:
+                for term in sorted(self.terms):
+                    entries = sorted(self.terms[term], key=lambda entry: (entry[0], entry[1]))
+                    positions = [at for entry in entries for at in entry[2]]
+                    # Array literals: COPY's text format parses them (psycopg's dumping of lists
+                    # of ints cost more than the rest of the row).
+                    copy.write_row(
+                        (
+                            term,
+                            block,
+                            "{" + ",".join(str(entry[0]) for entry in entries) + "}",
+                            "{" + ",".join(str(entry[1]) for entry in entries) + "}",
+                            "{" + ",".join(str(len(entry[2])) for entry in entries) + "}",
+                            "{" + ",".join(str(entry[3]) for entry in entries) + "}",
+                            "{" + ",".join(map(str, positions)) + "}",
+                        )
+                    )
         changed = sorted(key for key, delta in self.df.items() if delta)  # one lock order for all writers
         if changed:
             self.conn.execute(
@@ -221,7 +265,17 @@ class _KeywordRows:
                     "DELETE FROM collection_keyword_totals WHERE collection = %s AND docs = 0 AND tokens = 0",
                     (collection,),
                 )
-        self.rows, self.docs, self.df, self.totals = [], set(), Counter(), {}
+        self.terms, self.entries, self.docs, self.df, self.totals = {}, 0, set(), Counter(), {}
+        self.block = None
+
+
+# A block's rows without the removed documents' entries (``gone``: migrations.py's
+# tansaku_without, on each row's current version).
+_TAKE_OUT = (
+    "UPDATE postings AS p SET (docs, cols, counts, lens, positions) = (SELECT * FROM"
+    " tansaku_without(p.docs, p.cols, p.counts, p.lens, p.positions, %(gone)s::integer[]))"
+    " WHERE p.block = %(block)s AND p.docs && %(gone)s::integer[]"
+)
 
 
 def _batch(conn: Any) -> _KeywordRows:
@@ -244,15 +298,13 @@ def _places(fts: FtsText) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
 def _unindex(conn: Any, doc_id: int) -> None:
     batch = _batch(conn)
     if doc_id in batch.docs:
-        batch.flush()  # its postings must be in the table to be read back and deleted
-    row = conn.execute("SELECT fts_tokens, collection FROM documents WHERE id = %s", (doc_id,)).fetchone()
+        batch.flush()  # its postings must be in their block to be taken out
+    row = conn.execute(
+        "SELECT fts_tokens, collection, keyword_block FROM documents WHERE id = %s", (doc_id,)
+    ).fetchone()
     if row is None:
         return
-    terms = [
-        term for (term,) in conn.execute("SELECT DISTINCT term FROM postings WHERE doc_id = %s", (doc_id,))
-    ]
-    conn.execute("DELETE FROM postings WHERE doc_id = %s", (doc_id,))
-    batch.remove(row[1], terms, int(row[0]))
+    batch.remove(doc_id, int(row[2]), row[1], int(row[0]))
 
 
 def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> int:
@@ -261,9 +313,9 @@ def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> 
         # The id SQLite would give the row (one more than the largest) while this writer is alone:
         # ties in ranking go by id, so both backends number documents alike (migrations.py).
         "INSERT INTO documents (id, collection, path, hash, title, size, mtime_ns, line_count, repaired,"
-        " indexed_at, fts_path, fts_title, fts_body, fts_headings, fts_options, fts_lengths, fts_tokens)"
-        " VALUES ((tansaku_take_ids('document_ids', 'documents', 1))[1],"
-        " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+        " indexed_at, fts_path, fts_title, fts_body, fts_headings, fts_options, fts_lengths, fts_tokens,"
+        " keyword_block) VALUES ((tansaku_take_ids('document_ids', 'documents', 1))[1],"
+        " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
         (
             doc.collection,
             doc.path,
@@ -281,6 +333,7 @@ def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> 
             fts.options,
             lengths,
             sum(lengths),
+            _batch(conn).block_id(),
         ),
     ).fetchone()
     doc_id = int(row[0])
@@ -319,8 +372,8 @@ def move_document(
     if old is not None:
         places, lengths = _places(FtsText(fts_path, old.title, old.body, old.headings, old.options))
         conn.execute(
-            "UPDATE documents SET fts_lengths = %s, fts_tokens = %s WHERE id = %s",
-            (lengths, sum(lengths), doc_id),
+            "UPDATE documents SET fts_lengths = %s, fts_tokens = %s, keyword_block = %s WHERE id = %s",
+            (lengths, sum(lengths), _batch(conn).block_id(), doc_id),
         )
         _batch(conn).add(doc_id, collection_of(conn, doc_id), places, sum(lengths))
 
@@ -434,10 +487,11 @@ def _ranked(
     restrict: Sequence[int] | None,
     finish: Callable[[bm25_sql.Sql], bm25_sql.Sql] = lambda sql: sql,
     more: str = "",
+    join: bool = True,
 ) -> list[tuple[Any, ...]]:
     """(id, score[, more]) of the documents the expression matches, in one statement (bm25_sql.py)."""
     return bm25_sql.run_ranked(
-        conn, DOCUMENT_POSTINGS, parsed, weights, restrict, conn.positions_cache, finish, more
+        conn, DOCUMENT_POSTINGS, parsed, weights, restrict, conn.positions_cache, finish, more, join=join
     )
 
 
@@ -473,7 +527,10 @@ def keyword_search(
         sql.add(" ORDER BY score, " + ("h.id" if collection is None else "r.path"))
         return sql if limit is None else sql.add(" LIMIT %s", limit)
 
-    rows = _ranked(conn, parse(expression), weights, None, finish, "count(*) OVER () AS matched")
+    # The whole index, unfiltered: the documents' rows are not read (the postings carry their
+    # lengths; 10 of a long query's 25 ms at 10,000 files were the join with them).
+    whole = collection is None and where is None
+    rows = _ranked(conn, parse(expression), weights, None, finish, "count(*) OVER () AS matched", not whole)
     cache = conn.positions_cache
     if cache is not None:
         cache[("matched", expression, collection, where)] = int(rows[0][2]) if rows else 0

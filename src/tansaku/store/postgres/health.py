@@ -29,7 +29,8 @@ def term_stats_drift(conn: Any, limit: int = 5) -> tuple[int, list[str]]:
     """How many terms' kept document frequency differs from a count of their postings, and the
     first few of them (a full pass over ``postings``: doctor --deep only)."""
     rows = conn.execute(
-        "WITH counted AS (SELECT term, count(DISTINCT doc_id) AS df FROM postings GROUP BY term)"
+        "WITH counted AS (SELECT p.term, count(DISTINCT u.d) AS df FROM postings AS p, unnest(p.docs) AS u(d)"
+        " GROUP BY p.term)"
         " SELECT coalesce(c.term, s.term) FROM counted AS c FULL JOIN term_stats AS s ON s.term = c.term"
         " WHERE c.df IS DISTINCT FROM s.df ORDER BY 1"
     ).fetchall()

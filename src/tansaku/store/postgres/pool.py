@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...errors import BackendMissing, IndexUnreachable
-from .backend import CONNECT_TIMEOUT, PgConnection, _driver
+from .backend import CONNECT_TIMEOUT, PgConnection, _driver, session_options
 
 if TYPE_CHECKING:
     from .backend import PostgresBackend
@@ -71,6 +71,7 @@ class ReaderPool:
                         "autocommit": True,
                         "connect_timeout": CONNECT_TIMEOUT,
                         "application_name": "tansaku server",
+                        "options": session_options(self.backend.url),
                     },
                     name="tansaku-readers",
                     open=False,
