@@ -15,6 +15,7 @@ import pytest
 
 from .conftest import REPO, CliResult
 from .postgres_fixture import requires_postgres
+from .test_postgres_bm25_sql import undo_version_9
 
 
 def _folder(root: Path, name: str, files: dict[str, str]) -> Path:
@@ -164,6 +165,7 @@ def test_todays_shared_list_is_moved_to_the_index_holding_each_collection(
     os.environ["TANSAKU_CONFIG_DIR"] = str(builder)
     _ok(cli("update"))
     os.environ["TANSAKU_CONFIG_DIR"] = str(config_dir)
+    undo_version_9(postgres_url)  # postings as schema 7 kept them
     with PostgresBackend(postgres_url).unchecked() as conn:  # a database of schema 7, as today's
         conn.execute("DROP TABLE collections")
         conn.execute("DROP TABLE contexts")

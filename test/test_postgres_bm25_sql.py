@@ -206,6 +206,7 @@ def test_an_index_of_schema_version_8_is_migrated_and_ranks_alike(
     for name, source in COLLECTIONS:
         shutil.copytree(REPO / source, tmp_path / name)
         assert cli("collection", "add", tmp_path / name, "--name", name, "--mask", "**/*").exit_code == 0
+    share_collections(postgres_url)
     for name, _ in COLLECTIONS:
         assert cli("--index", postgres_url, "update", "-c", name).exit_code == 0
     undo_version_9(postgres_url)

@@ -51,6 +51,18 @@ def _command(url: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "tansaku", "--index", url, *args]
 
 
+def _same_collections(source: str, target: str) -> None:
+    """Each index has its own collections (issue 40): ``target`` gets ``source``'s list."""
+    from dataclasses import replace
+
+    from tansaku.api import Tansaku
+
+    listed = Tansaku(source).config()
+    api = Tansaku(target)
+    old = api.config()
+    api._save_config(old, replace(old, collections={**old.collections, **listed.collections}))
+
+
 def _run(url: str, *args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         _command(url, *args), env=_env(**env), capture_output=True, text=True, timeout=timeout, check=False
@@ -202,6 +214,7 @@ def test_updates_of_two_collections_overlap_and_one_collection_has_one_writer(
     listed = _run(postgres_url, "collection", "list", "--json")
     assert sorted(c["collection"]["name"] for c in json.loads(listed.stdout)) == ["a", "b"]  # not renamed
 
+    _same_collections(postgres_url, second_database)
     sequential = _run(second_database, "update", "--json")  # a, then b, one process
     assert sequential.returncode == 0, sequential.stderr
     assert _statistics(postgres_url) == _statistics(second_database)
@@ -241,6 +254,7 @@ def test_three_updates_at_once_keep_every_count(
         out, err = process.communicate(timeout=300)
         assert process.returncode == 0, err
         assert len(json.loads(out)["collections"][0]["added"]) == 149
+    _same_collections(postgres_url, second_database)
     sequential = _run(second_database, "update", "--json")
     assert sequential.returncode == 0, sequential.stderr
     assert _statistics(postgres_url) == _statistics(second_database)
