@@ -147,17 +147,40 @@ def test_rename_keeps_and_remove_drops_the_skipped_files(cli, docs: Path, index_
     assert skipped_rows(index_path) == 0
 
 
+def _as_postgres_schema_6() -> None:
+    """The test's PostgreSQL index as schema 6 left it: postings a row each (undo 9), the
+    collection list in the config file (undo 8), no skipped_files (undo 7)."""
+    from dataclasses import replace
+
+    from tansaku.api import Tansaku
+    from tansaku.config import settings
+
+    from .test_postgres_bm25_sql import undo_version_9
+
+    listed = Tansaku().config()
+    config_path = Path(os.environ["TANSAKU_CONFIG_DIR"]) / "index.toml"
+    url = settings.index_url(settings.load(config_path))
+    assert url is not None
+    undo_version_9(url)
+    with index_sql(Path()) as conn:
+        for statement in ("DROP TABLE skipped_files", "DROP TABLE collections", "DROP TABLE contexts"):
+            conn.execute(statement)
+        conn.execute("UPDATE tansaku_schema SET version = 6")
+    in_file = settings.load(config_path)
+    settings.save(config_path, replace(in_file, collections=listed.collections, contexts=listed.contexts))
+
+
 def test_an_index_built_before_the_skipped_files_table_keeps_working(
     cli, docs: Path, index_path: Path, index_backend: str
 ):
     add(cli, docs)
     # The index as the previous schema left it: no skipped_files table, the version before.
-    with index_sql(index_path) as conn:
-        conn.execute("DROP TABLE skipped_files")
-        if index_backend == "sqlite":
+    if index_backend == "postgresql":
+        _as_postgres_schema_6()
+    else:
+        with index_sql(index_path) as conn:
+            conn.execute("DROP TABLE skipped_files")
             conn.execute("PRAGMA user_version = 8")
-        else:
-            conn.execute("UPDATE tansaku_schema SET version = 6")
     assert [w["code"] for w in status(cli)["warnings"]] == ["INDEX_SCHEMA_MISMATCH"]
     upgraded = cli("update", "--json")
     assert upgraded.exit_code == 0, upgraded.stderr

@@ -15,6 +15,20 @@ from .conftest import index_sql
 
 pytestmark = pytest.mark.both_backends
 
+
+def stored_entry(config_path: Path, name: str) -> dict[str, Any]:
+    """A collection's settings as stored: its table in the config file, or for a PostgreSQL
+    index its row of the database's list (each index keeps its own, issue 40)."""
+    import tomllib
+
+    data = tomllib.loads(config_path.read_text(encoding="utf-8"))
+    if "url" not in data.get("index", {}):
+        return data["collections"][name]
+    with index_sql(Path()) as conn:
+        [(entry,)] = conn.execute("SELECT entry FROM collections WHERE name = ?", (name,)).fetchall()
+    return json.loads(entry) if isinstance(entry, str) else entry
+
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
 MAIN = "-home-ann-proj/5b1f0c2e-7d4a-4c1b-9e3f-2a6d8c0b1e47.jsonl"
 ROLLOUT = "sessions/2025/12/08/rollout-2025-12-08T00-37-46-7c9e6679-7425-40de-944b-e07fc1f90ae7.jsonl"
@@ -86,8 +100,8 @@ def test_add_claude_indexes_sessions_and_says_what_it_skipped(cli: Cli, claude_d
         "openai_key": 1,
         "url_password": 1,
     }
-    text = config_path.read_text()
-    assert 'type = "claude"' in text and "redact" not in text  # redaction on is the default
+    entry = stored_entry(config_path, "claude")
+    assert entry["type"] == "claude" and "redact" not in entry  # redaction on is the default
     show = ok(cli("collection", "show", "claude", "--json"))
     assert show["collection"]["type"] == "claude" and show["collection"]["redact"] is True
     assert show["documents"] == 2 and show["chunks"] == update["chunks"]
@@ -259,7 +273,7 @@ def test_no_redact_indexes_secrets_as_they_are(cli: Cli, codex_dir: Path, config
         cli("collection", "add", "--type", "codex", codex_dir, "--no-redact", "--json")
     )
     assert update["redactions"] == {}
-    assert "redact = false" in config_path.read_text()
+    assert stored_entry(config_path, "codex")["redact"] is False
     assert search(cli, "sk-test-000000000000000000000000")
     assert "secrets NOT redacted" in ok(cli("collection", "show", "codex"))
 
