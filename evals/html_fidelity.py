@@ -5,8 +5,8 @@ process, in whichever interpreter has the extractor (issue 38).
 
 Standard library only at import: the comparison libraries (trafilatura, readability-lxml) are
 imported by the extractor that needs them, so this file runs in tansaku's interpreter (tansaku
-from its ``PYTHONPATH``) and in another that has them (``--compare-python``), neither depending
-on the other.
+from its ``PYTHONPATH``) and in another that has them (``--compare-python``), which takes
+tansaku's page decoding (standard library only) from the same ``PYTHONPATH``.
 
 JOB: ``{"extractor": NAME, "files": [[package, path, rel], ...], "sample": [path, ...], "speed":
 true, "repeat": 1, "warmup": 20}``; ``path`` is the file's path (absolute), ``package`` the folder
@@ -51,7 +51,6 @@ import time
 from collections.abc import Callable
 from html.parser import HTMLParser
 
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-]+)""", re.I)
 _BLOCK_TAGS = frozenset(
     {"address", "article", "aside", "blockquote", "body", "br", "caption", "dd", "details", "div",
      "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5",
@@ -63,17 +62,12 @@ _PIPE = re.compile(r"(?<!\\)\|")
 
 
 def decode(raw: bytes) -> str:
-    """tansaku's rule (``tansaku.sources.formats.html.decode``): a BOM, else the page's
-    ``<meta charset>``, else UTF-8 with bad bytes replaced."""
-    if raw.startswith(b"\xef\xbb\xbf"):
-        return raw[3:].decode("utf-8", "replace")
-    found = _META_CHARSET.search(raw[:4096])
-    if found:
-        try:
-            return raw.decode(found.group(1).decode("ascii"), "replace")
-        except LookupError:
-            pass
-    return raw.decode("utf-8", "replace")
+    """tansaku's rule (``tansaku.sources.formats.html.decode``: a BOM, else the page's ``<meta
+    charset>``, else UTF-8 with bad bytes replaced), from the tansaku on ``PYTHONPATH``: pure
+    standard library, so it imports in the comparison libraries' interpreter too."""
+    from tansaku.sources.formats.html import decode as tansaku_decode
+
+    return tansaku_decode(raw)
 
 
 def normalise(text: str) -> str:

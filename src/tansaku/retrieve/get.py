@@ -15,6 +15,7 @@ from ..config.contexts import contexts_for
 from ..config.masks import MaskMatcher, expand_masks
 from ..errors import AmbiguousDocid, DocumentNotFound, LineOutOfRange, UsageError
 from ..paths import VIRTUAL_PREFIX, normalize_rel, split_virtual_path, virtual_path
+from ..search.copies import other_paths
 from ..search.hits import is_stale
 from ..search.snippets import split_lines
 from ..store.backend import documents as store
@@ -271,7 +272,7 @@ def multi_get(
     for doc in docs:
         first.setdefault(doc.hash, doc)
     unique = list(first.values())
-    copies = _other_paths(conn, unique, collections)
+    copies = other_paths(conn, unique, collections)
     # The rule is about the text multi-get prints (a PDF's or an HTML page's extracted text, a
     # text file's text), never the file on disk: markup can make a page 5 times its text.
     sizes = store.text_bytes(conn, [doc.hash for doc in unique])
@@ -413,21 +414,11 @@ def get_document(
         return replace(found, also_at=others) if others else found
 
 
-def _other_paths(
-    conn: Any, docs: list[store.StoredDocument], collections: Mapping[str, Any]
-) -> dict[int, tuple[str, ...]]:
-    from ..search.copies import other_paths
-
-    return other_paths(conn, docs, collections)
-
-
 def _docid_copies(
     conn: Any, ref: str, doc: store.StoredDocument, collections: Mapping[str, Any]
 ) -> tuple[str, ...]:
     """A docid names a text, and copies of it share the docid: the other paths of ``doc``'s text
     when ``ref`` was its docid (``doc`` is the first by collection and path), else ()."""
-    from ..search.copies import other_paths
-
     docid = _DOCID.match(ref.strip())
     if docid is None or not doc.hash.startswith(docid.group(1).lower()):
         return ()
