@@ -69,19 +69,17 @@ class IndexListMethods:
 
     def config(self: Tansaku) -> settings.Config:
         """The selected index's config: its collections and contexts, and the file's settings."""
-        file = self._file_config()
-        backend = self.backend
-        if isinstance(backend, SqliteBackend):
-            return file
-        return self._database_config(file, backend, move=True)  # type: ignore[arg-type]
+        return self._config(move=True)
 
     def listed_config(self: Tansaku) -> settings.Config:
         """config() without moving anything (doctor is read-only)."""
+        return self._config(move=False)
+
+    def _config(self: Tansaku, *, move: bool) -> settings.Config:
         file = self._file_config()
-        backend = self.backend
-        if isinstance(backend, SqliteBackend):
+        if not self._lists_in_index:
             return file
-        return self._database_config(file, backend, move=False)  # type: ignore[arg-type]
+        return self._database_config(file, self.backend, move=move)  # type: ignore[arg-type]
 
     def _database_config(
         self: Tansaku, file: settings.Config, backend: PostgresBackend, *, move: bool
