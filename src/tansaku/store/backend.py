@@ -10,9 +10,10 @@ Two seams, both small on purpose:
   below stand for the store modules of the same names. Callers keep calling
   ``store.keyword_search(conn, ...)``: the call goes to ``tansaku.store.documents`` for a SQLite
   connection and to ``tansaku.store.postgres.documents`` for a PostgreSQL one (a connection that
-  says ``tansaku_backend = "postgresql"``). Every SQL statement stays in its backend's modules,
-  and a function a backend does not have yet fails with ``BACKEND_UNSUPPORTED`` instead of a
-  traceback. The modules' dataclasses and constants
+  says ``tansaku_backend = "postgresql"``), or to the function of ``store/X.py`` written once for
+  both backends (marked ``@both``: store/dialect.py). Every SQL statement stays in the store
+  package, and a function a backend does not have yet fails with ``BACKEND_UNSUPPORTED`` instead
+  of a traceback. The modules' dataclasses and constants
   (``StoredDocument``, ``BM25_WEIGHTS``) are shared: both backends return and take the same ones.
 
 Nothing here imports a database driver: a keyword search on a SQLite index pays for none of it.
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import BackendUnsupported
+from .dialect import is_both
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 POSTGRES = "postgresql"
@@ -220,7 +222,7 @@ def _router(module: str, attr: str, sqlite_module: types.ModuleType) -> Callable
     # is what runs (a test that wraps store.documents.list_documents sees every call).
     def route(conn: Any, *args: Any, **kwargs: Any) -> Any:
         if backend_of(conn) == POSTGRES:
-            return _postgres_impl(module, attr)(conn, *args, **kwargs)
+            return _postgres_impl(module, attr, sqlite_module)(conn, *args, **kwargs)
         return getattr(sqlite_module, attr)(conn, *args, **kwargs)
 
     route.__name__ = attr
@@ -228,19 +230,34 @@ def _router(module: str, attr: str, sqlite_module: types.ModuleType) -> Callable
     return route
 
 
-def _postgres_impl(module: str, attr: str) -> Callable[..., Any]:
-    name = f"tansaku.store.postgres.{module}"
-    try:
-        return getattr(importlib.import_module(name), attr)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:
-            raise
-    except AttributeError:
-        pass
+def _postgres_impl(module: str, attr: str, sqlite_module: types.ModuleType) -> Callable[..., Any]:
+    """PostgreSQL's own function, else the one written for both backends (store/dialect.py)."""
+    found = getattr(_postgres_module(module), attr, None)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+    shared = getattr(sqlite_module, attr)
+    if is_both(shared):
+        return shared  # type: ignore[no-any-return]
     raise BackendUnsupported(
         f"this command needs {module}.{attr}, which the PostgreSQL backend does not have yet",
         hint="docs/backends.md lists what works on PostgreSQL; use a SQLite index for this command",
     )
+
+
+_POSTGRES_MODULES: dict[str, types.ModuleType | None] = {}
+
+
+def _postgres_module(module: str) -> types.ModuleType | None:
+    """store/postgres/<module>.py, None when PostgreSQL has no module of its own for it."""
+    if module not in _POSTGRES_MODULES:
+        name = f"tansaku.store.postgres.{module}"
+        try:
+            _POSTGRES_MODULES[module] = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            _POSTGRES_MODULES[module] = None
+    return _POSTGRES_MODULES[module]
 
 
 documents: Any = _Routed("documents")

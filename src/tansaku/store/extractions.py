@@ -4,6 +4,9 @@ A row is keyed by the document's content hash (the file's bytes with the extract
 ``index/extracting.py``) and the extractor that read it (format and version):
 an unchanged file is read from here, never extracted again. A failed extraction is a row too,
 with ``failure`` set and no body, so a bad file is tried once per extractor version.
+
+The functions marked ``@both`` serve PostgreSQL too (store/dialect.py); its ``prune`` is
+store/postgres/extractions.py's.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlean
+
+from .dialect import both, dialect, run, run_many
 
 # A row no document uses and no update has looked at for this long is deleted.
 KEEP_UNUSED_DAYS = 30
@@ -31,11 +36,13 @@ class StoredExtraction:
     extracted_at: str
 
 
+@both
 def get(conn: Any, content_hash: str, extractor: str) -> StoredExtraction | None:
     """The cached extraction, or None (also when the index predates the table: a dry run reads
     an index as it is, without migrating it)."""
     try:
-        row = conn.execute(
+        row = run(
+            conn,
             "SELECT hash, extractor, title, body, pages, notices, failure, extracted_at FROM extractions"
             " WHERE hash = ? AND extractor = ?",
             (content_hash, extractor),
@@ -58,8 +65,10 @@ def get(conn: Any, content_hash: str, extractor: str) -> StoredExtraction | None
     )
 
 
+@both
 def put(conn: Any, found: StoredExtraction, seen_at: str) -> None:
-    conn.execute(
+    run(
+        conn,
         "INSERT INTO extractions (hash, extractor, title, body, pages, notices, failure, extracted_at,"
         " seen_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (hash, extractor) DO UPDATE SET title = excluded.title, body = excluded.body,"
@@ -79,8 +88,10 @@ def put(conn: Any, found: StoredExtraction, seen_at: str) -> None:
     )
 
 
+@both
 def mark_seen(conn: Any, keys: Iterable[tuple[str, str]], seen_at: str) -> None:
-    conn.executemany(
+    run_many(
+        conn,
         "UPDATE extractions SET seen_at = ? WHERE hash = ? AND extractor = ?",
         [(seen_at, h, e) for h, e in keys],
     )
@@ -95,15 +106,17 @@ def prune(conn: Any, older_than: str) -> int:
     return cursor.rowcount
 
 
+@both
 def pages_of(conn: Any, hashes: Sequence[str]) -> dict[str, tuple[int, ...]]:
     """The page starts of these texts, for those that have pages (a hit's page is looked up here)."""
     hashes = list(dict.fromkeys(hashes))
     if not hashes:
         return {}
-    marks = ",".join("?" * len(hashes))
-    rows = conn.execute(
-        f"SELECT hash, pages FROM extractions WHERE hash IN ({marks}) AND failure IS NULL"
+    among, params = dialect(conn).one_of("hash", hashes)
+    rows = run(
+        conn,
+        f"SELECT hash, pages FROM extractions WHERE {among} AND failure IS NULL"
         " AND pages != '[]' ORDER BY extracted_at",
-        hashes,
+        params,
     )
     return {row[0]: tuple(json.loads(row[1])) for row in rows}

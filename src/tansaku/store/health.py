@@ -1,19 +1,19 @@
-"""Read-only integrity queries for `tansaku doctor`: every statement reads, none writes."""
+"""Read-only integrity queries for `tansaku doctor`: every statement reads, none writes.
+
+``stored_vectors`` serves both backends (store/dialect.py); store/postgres/health.py holds
+PostgreSQL's own checks. ``quick_check`` is store/db.py's (it also explains a failed query).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from .db import has_table
+from . import backend
+from .db import QUICK_CHECK_ROWS, quick_check
+from .dialect import both, run
 
-QUICK_CHECK_ROWS = 20  # enough to show what is wrong; a damaged file can list thousands
-
-
-def quick_check(conn: Any) -> list[str]:
-    """``PRAGMA quick_check``'s complaints; an empty list when the file is sound."""
-    rows = [str(row[0]) for row in conn.execute(f"PRAGMA quick_check({QUICK_CHECK_ROWS})")]
-    return [] if rows == ["ok"] else rows
+__all__ = ["QUICK_CHECK_ROWS", "StoredVectors", "fts_and_document_counts", "quick_check", "stored_vectors"]
 
 
 def fts_and_document_counts(conn: Any) -> tuple[int, int]:
@@ -31,14 +31,16 @@ class StoredVectors:
     vectors: int  # chunk windows linked to this model's embeddings
 
 
+@both
 def stored_vectors(conn: Any) -> list[StoredVectors]:
     """Each embedding model the index holds vectors of, with their dimensions, most vectors first."""
-    if not has_table(conn, "embed_models"):
+    if not backend.db.has_table(conn, "embed_models"):
         return []
-    rows = conn.execute(
+    rows = run(
+        conn,
         "SELECT m.model_path, m.dims, count(v.embedding_id) FROM embed_models AS m"
         " LEFT JOIN chunk_vectors AS v ON v.fingerprint = m.fingerprint"
-        " GROUP BY m.fingerprint ORDER BY count(v.embedding_id) DESC, m.model_path"
+        " GROUP BY m.fingerprint, m.model_path, m.dims ORDER BY count(v.embedding_id) DESC, m.model_path",
     )
     return [StoredVectors(str(path), int(dims), int(count)) for path, dims, count in rows]
 

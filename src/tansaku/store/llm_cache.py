@@ -3,18 +3,26 @@
 Values are JSON. The cache is an optimisation only: a read or write that fails (a read-only or
 locked index, an index from before the table existed) counts as a miss or is skipped, never an
 error for the query that wanted it.
+
+One class serves both backends (store/dialect.py); store/postgres/llm_cache.py holds what differs
+on PostgreSQL: each access as a unit of its own (a savepoint inside the caller's transaction, where
+a failed statement would otherwise abort the whole transaction), its driver's errors, and its own
+connection for ``open_cache``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import sqlean as sqlite3
+
+from .dialect import POSTGRES, dialect, run, run_many
 
 __all__ = ["LlmCache", "cache_for", "cache_key", "open_cache"]
 
@@ -34,10 +42,11 @@ def cache_key(*parts: str) -> str:
 
 
 class LlmCache:
-    """get/put of JSON values by (kind, key) on an open index connection."""
+    """get/put of JSON values by (kind, key) on an open index connection, SQLite's or PostgreSQL's."""
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
+        self._dialect = dialect(conn)
         self.write_failures = 0  # puts that were skipped because the index refused them
 
     def close(self) -> None:
@@ -51,15 +60,16 @@ class LlmCache:
         unique = list(dict.fromkeys(keys))
         try:
             for start in range(0, len(unique), _BATCH):
-                batch = unique[start : start + _BATCH]
-                marks = ",".join("?" * len(batch))
-                rows = self._conn.execute(
-                    f"SELECT key, value FROM llm_cache WHERE kind = ? AND key IN ({marks})",
-                    [kind, *batch],
-                ).fetchall()
+                among, params = self._dialect.one_of("key", unique[start : start + _BATCH])
+                with self._unit(write=False):
+                    rows = run(
+                        self._conn,
+                        f"SELECT key, value FROM llm_cache WHERE kind = ? AND {among}",
+                        [kind, *params],
+                    ).fetchall()
                 for key, value in rows:
                     found[key] = json.loads(value)
-        except (sqlite3.DatabaseError, ValueError):
+        except (self._errors(), ValueError):
             return found
         return found
 
@@ -67,21 +77,23 @@ class LlmCache:
         """The value if it was written less than ``max_age_s`` seconds ago (to the second), else None."""
         since = (datetime.now(UTC) - timedelta(seconds=max_age_s)).isoformat(timespec="seconds")
         try:
-            row = self._conn.execute(
-                "SELECT value FROM llm_cache WHERE kind = ? AND key = ? AND created_at > ?",
-                [kind, key, since],
-            ).fetchone()
+            with self._unit(write=False):
+                row = run(
+                    self._conn,
+                    "SELECT value FROM llm_cache WHERE kind = ? AND key = ? AND created_at > ?",
+                    [kind, key, since],
+                ).fetchone()
             return json.loads(row[0]) if row else None
-        except (sqlite3.DatabaseError, ValueError):
+        except (self._errors(), ValueError):
             return None
 
     def forget_older(self, kind: str, max_age_s: float) -> None:
         """Delete the values of ``kind`` written ``max_age_s`` seconds ago or more."""
         since = (datetime.now(UTC) - timedelta(seconds=max_age_s)).isoformat(timespec="seconds")
         try:
-            with _transaction(self._conn):
-                self._conn.execute("DELETE FROM llm_cache WHERE kind = ? AND created_at < ?", [kind, since])
-        except sqlite3.DatabaseError:
+            with self._unit(write=True):
+                run(self._conn, "DELETE FROM llm_cache WHERE kind = ? AND created_at < ?", [kind, since])
+        except self._errors():
             self.write_failures += 1
 
     def put(self, kind: str, key: str, value: Any) -> None:
@@ -89,74 +101,85 @@ class LlmCache:
 
     def put_many(self, kind: str, items: Iterable[tuple[str, Any]]) -> None:
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        rows = [(kind, key, json.dumps(value, ensure_ascii=False), now) for key, value in items]
+        # By key, the last value winning: one row per key, as a replacing insert leaves.
+        rows = {key: (kind, key, json.dumps(value, ensure_ascii=False), now) for key, value in items}
         if not rows:
             return
         try:
             # One statement per row inside one transaction: a single fsync, and no partial batch.
-            with _transaction(self._conn):
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO llm_cache (kind, key, value, created_at) VALUES (?, ?, ?, ?)",
-                    rows,
+            with self._unit(write=True):
+                run_many(
+                    self._conn,
+                    self._dialect.upsert(
+                        "llm_cache", ("kind", "key", "value", "created_at"), ("kind", "key")
+                    ),
+                    list(rows.values()),
                 )
                 if kind in KEEP_NEWEST:
-                    self._keep_newest(kind, [row[1] for row in rows], KEEP_NEWEST[kind])
-        except sqlite3.DatabaseError:
+                    self._keep_newest(kind, list(rows), KEEP_NEWEST[kind])
+        except self._errors():
             self.write_failures += 1
 
     def _keep_newest(self, kind: str, written: Sequence[str], keep: int) -> None:
         """Delete all but the ``keep`` newest values of ``kind``; those just written count as newest."""
-        marks = ",".join("?" * len(written))
-        self._conn.execute(
+        among, params = self._dialect.one_of("key", written)
+        run(
+            self._conn,
             "DELETE FROM llm_cache WHERE kind = ? AND key NOT IN ("
-            f"SELECT key FROM llm_cache WHERE kind = ? ORDER BY key IN ({marks}) DESC, created_at DESC"
-            " LIMIT ?)",
-            [kind, kind, *written, keep],
+            f"SELECT key FROM llm_cache WHERE kind = ? ORDER BY {among} DESC, created_at DESC LIMIT ?)",
+            [kind, kind, *params, keep],
         )
 
+    def _unit(self, *, write: bool) -> contextlib.AbstractContextManager[None]:
+        """One access as a unit. SQLite: a write in a transaction of its own (joining the caller's
+        open one); PostgreSQL: store/postgres/llm_cache.py's ``step``."""
+        if self._dialect is POSTGRES:
+            from .postgres.llm_cache import step
 
-class _transaction:
+            return step(self._conn, write=write)
+        return _transaction(self._conn) if write else contextlib.nullcontext()
+
+    def _errors(self) -> type[BaseException]:
+        if self._dialect is POSTGRES:
+            from .postgres.llm_cache import errors
+
+            return errors()
+        return sqlite3.DatabaseError
+
+
+@contextlib.contextmanager
+def _transaction(conn: Any) -> Iterator[None]:
     """BEGIN/COMMIT for an autocommit (isolation_level=None) connection; joins an open transaction."""
-
-    def __init__(self, conn: Any) -> None:
-        self._conn = conn
-        self._own = False
-
-    def __enter__(self) -> None:
-        if not self._conn.in_transaction:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._own = True
-
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        if not self._own:
-            return
-        if exc_type is None:
-            self._conn.execute("COMMIT")
-        else:
-            self._conn.execute("ROLLBACK")
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def cache_for(conn: Any) -> LlmCache:
-    """The cache on an open index connection, SQLite's or PostgreSQL's (store/postgres/llm_cache.py)."""
-    if getattr(conn, "tansaku_backend", "sqlite") != "sqlite":
-        from .postgres.llm_cache import PgLlmCache
-
-        return PgLlmCache(conn)
+    """The cache on an open index connection, SQLite's or PostgreSQL's."""
     return LlmCache(conn)
 
 
 def open_cache(index: Path | Any) -> LlmCache | None:
     """A cache on its own connection to the index (a SQLite file's path, or a store.backend
-    Backend), None when there is no index.
+    Backend), None when there is no index (or its server cannot be reached).
 
     Its own connection, with a short wait: a query must not stall behind an `update` holding the
     write lock for the sake of a cache write (which is then skipped).
     """
     if not isinstance(index, Path):
         if index.kind != "sqlite":
-            from .postgres.llm_cache import open_cache as open_postgres
+            from .postgres.llm_cache import connect
 
-            return open_postgres(index)
+            conn = connect(index)
+            return None if conn is None else LlmCache(conn)
         index = index.path
     path = index
     if not path.exists():

@@ -1,11 +1,9 @@
-"""Read-only consistency queries for `tansaku doctor` on PostgreSQL (store/health.py's role)."""
+"""Read-only consistency queries for `tansaku doctor` on PostgreSQL, beside store/health.py's
+``stored_vectors`` (written for both backends)."""
 
 from __future__ import annotations
 
 from typing import Any
-
-from ..health import StoredVectors
-from .db import has_table
 
 
 def keyword_totals_drift(conn: Any) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -35,15 +33,3 @@ def term_stats_drift(conn: Any, limit: int = 5) -> tuple[int, list[str]]:
         " WHERE c.df IS DISTINCT FROM s.df ORDER BY 1"
     ).fetchall()
     return len(rows), [row[0] for row in rows[:limit]]
-
-
-def stored_vectors(conn: Any) -> list[StoredVectors]:
-    """Each embedding model the index holds vectors of, with their dimensions, most vectors first."""
-    if not has_table(conn, "embed_models"):
-        return []
-    rows = conn.execute(
-        "SELECT m.model_path, m.dims, count(v.embedding_id) FROM embed_models AS m"
-        " LEFT JOIN chunk_vectors AS v ON v.fingerprint = m.fingerprint"
-        " GROUP BY m.fingerprint, m.model_path, m.dims ORDER BY count(v.embedding_id) DESC, m.model_path"
-    )
-    return [StoredVectors(str(path), int(dims), int(count)) for path, dims, count in rows]
