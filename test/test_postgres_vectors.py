@@ -337,7 +337,7 @@ def test_quick_vectors_count_and_go_as_the_quick_pass_expects(cli, postgres_url:
     quick, and loses it when unlink_quick runs."""
     from tansaku.index.chunks import params_for
     from tansaku.store.backend import open_backend, writing
-    from tansaku.store.postgres import vectors as pg_vectors
+    from tansaku.store.backend import vectors as pg_vectors  # routed: PostgreSQL's, or written for both
 
     assert cli("--index", postgres_url, "collection", "add", sample, "--name", "sample").exit_code == 0
     from tansaku.api import Tansaku

@@ -1,6 +1,6 @@
 """The facade's collection methods: adding a folder as a collection, listing, renaming and
 removing them, and their settings. The config changes are config/collections.py's; the index rows
-go through store/. Mixed into api.Tansaku.
+go through store/. Mixed into api.Tansaku (``self`` is an api_facade.Facade).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING
 from .config.selection import find_collection
 
 if TYPE_CHECKING:
-    from .api import Tansaku
+    from .api_facade import Facade
     from .index.progress import ProgressFactory
     from .types import Collection, CollectionInfo, UpdateReport
 
 
 class CollectionMethods:
     def add_collection(
-        self: Tansaku,
+        self: Facade,
         path: str,
         *,
         name: str | None = None,
@@ -47,7 +47,7 @@ class CollectionMethods:
         return self._register(collection, dry_run=dry_run, progress=progress)
 
     def _register(
-        self: Tansaku, collection: Collection, *, dry_run: bool, progress: ProgressFactory | None
+        self: Facade, collection: Collection, *, dry_run: bool, progress: ProgressFactory | None
     ) -> UpdateReport:
         """Index a new collection, then save it in the config (a dry run saves nothing)."""
         from .config.collections import overlap_notices, with_new_collection
@@ -66,16 +66,16 @@ class CollectionMethods:
             report = replace(report, warnings=[*overlaps, *report.warnings])
         return report
 
-    def collections(self: Tansaku) -> list[CollectionInfo]:
+    def collections(self: Facade) -> list[CollectionInfo]:
         from .inspect.status import collection_list
 
         return collection_list(self.config(), self.config_path, self.backend)
 
-    def collection(self: Tansaku, name: str) -> CollectionInfo:
+    def collection(self: Facade, name: str) -> CollectionInfo:
         find_collection(self.config(), name)
         return next(info for info in self.collections() if info.collection.name == name)
 
-    def rename_collection(self: Tansaku, old: str, new: str) -> Collection:
+    def rename_collection(self: Facade, old: str, new: str) -> Collection:
         from .config.collections import renamed
 
         config = self.config()
@@ -92,7 +92,7 @@ class CollectionMethods:
             self._save_config(config, new_config, "collection rename")
         return collection
 
-    def remove_collection(self: Tansaku, name: str) -> int:
+    def remove_collection(self: Facade, name: str) -> int:
         """Unregister a collection and drop its index rows. Its files are never touched."""
         from .config.collections import without
 
@@ -111,19 +111,19 @@ class CollectionMethods:
             self._save_config(config, new_config, "collection remove")
         return removed
 
-    def set_include(self: Tansaku, name: str, include: bool) -> Collection:
+    def set_include(self: Facade, name: str, include: bool) -> Collection:
         config = self.config()
         updated = replace(find_collection(config, name), include=include)
         self._save_config(config, config.with_collection(updated))
         return updated
 
-    def set_update_command(self: Tansaku, name: str, command: str | None) -> Collection:
+    def set_update_command(self: Facade, name: str, command: str | None) -> Collection:
         config = self.config()
         updated = replace(find_collection(config, name), update=(command or None))
         self._save_config(config, config.with_collection(updated))
         return updated
 
-    def set_chunk_strategy(self: Tansaku, name: str, strategy: str) -> Collection:
+    def set_chunk_strategy(self: Facade, name: str, strategy: str) -> Collection:
         from .config.collections import chunk_strategy_set
 
         config = self.config()

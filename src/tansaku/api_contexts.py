@@ -1,6 +1,6 @@
 """The facade's context methods: notes attached to a path, kept with the index's collections
 (its config file, or its database's list: api_lists.py) apart from the documents
-(config/contexts.py). Mixed into api.Tansaku.
+(config/contexts.py). Mixed into api.Tansaku (``self`` is an api_facade.Facade).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from .errors import ContextNotFound, UsageError
 from .store.backend import documents as store
 
 if TYPE_CHECKING:
-    from .api import Tansaku
+    from .api_facade import Facade
     from .types import Context
 
 
 class ContextMethods:
-    def add_context(self: Tansaku, path: str, text: str) -> Context:
+    def add_context(self: Facade, path: str, text: str) -> Context:
         from .types import Context
 
         if not text.strip():
@@ -30,10 +30,10 @@ class ContextMethods:
         self._save_config(config, replace(config, contexts=contexts), "context")
         return Context(key, text.strip())
 
-    def contexts(self: Tansaku) -> list[Context]:
+    def contexts(self: Facade) -> list[Context]:
         return self.config().context_list()
 
-    def remove_context(self: Tansaku, path: str) -> Context:
+    def remove_context(self: Facade, path: str) -> Context:
         from .types import Context
 
         config = self.config()
@@ -45,7 +45,7 @@ class ContextMethods:
         self._save_config(config, replace(config, contexts=contexts), "context")
         return Context(key, text)
 
-    def check_contexts(self: Tansaku) -> list[str]:
+    def check_contexts(self: Facade) -> list[str]:
         """Collections and top-level folders that have no context yet (as virtual paths)."""
         paths: list[tuple[str, str]] = []
         if self.backend.exists():

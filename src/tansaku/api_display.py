@@ -1,6 +1,7 @@
 """The facade's methods for what a front end shows beside results: the query's words to mark in
 snippets (the terms the snippets were chosen by, so the page marks what the CLI matched), and a
-summary of the index cheap enough to ask for after every search. Mixed into api.Tansaku.
+summary of the index cheap enough to ask for after every search. Mixed into api.Tansaku
+(``self`` is an api_facade.Facade).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .api import Tansaku
+    from .api_facade import Facade
     from .inspect.summary import SummaryCache
     from .types import IndexSummary
 
@@ -20,7 +21,7 @@ MARK_MODES = ("search", "vsearch", "query")
 class DisplayMethods:
     _summaries: SummaryCache | None = None
 
-    def mark_terms(self: Tansaku, query: str, mode: str = "search") -> list[str]:
+    def mark_terms(self: Facade, query: str, mode: str = "search") -> list[str]:
         """The terms a ``mode`` search of ``query`` chose its snippets by: the query's own words
         without the optional common ones, CJK text cut by the index's segmenter, an option with
         its dash (``-a``), a prefix with its ``*``. For ``query``, never the words of an
@@ -41,7 +42,7 @@ class DisplayMethods:
             return highlight_terms(conn, query)
 
     def mark_spans(
-        self: Tansaku, snippets: Sequence[Sequence[str]], terms: Sequence[str]
+        self: Facade, snippets: Sequence[Sequence[str]], terms: Sequence[str]
     ) -> list[list[list[tuple[int, int]]]]:
         """For each snippet's lines, the [start, end) code-point offsets of the whole words that
         match ``terms`` (search/snippets.py's ``term_spans``)."""
@@ -49,7 +50,7 @@ class DisplayMethods:
 
         return term_spans(snippets, terms)
 
-    def index_summary(self: Tansaku) -> IndexSummary:
+    def index_summary(self: Facade) -> IndexSummary:
         """Documents, chunks and vectors per collection and the vector state (none, quick, partial
         or full), as `status` counts them, without its walk of the folders; kept until the index
         or the config changes (inspect/summary.py)."""

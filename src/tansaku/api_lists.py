@@ -1,4 +1,4 @@
-"""Each index's own collections and contexts. Mixed into api.Tansaku.
+"""Each index's own collections and contexts. Mixed into api.Tansaku (``self`` is an api_facade.Facade).
 
 Every index has its own list: the default SQLite file's is ``index.toml``'s, ``--index NAME``'s is
 ``NAME.toml``'s, and an index in PostgreSQL (``--index postgresql://...`` or a config's
@@ -33,7 +33,7 @@ from .paths import VIRTUAL_PREFIX
 from .store.backend import SqliteBackend, writing
 
 if TYPE_CHECKING:
-    from .api import Tansaku
+    from .api_facade import Facade
     from .store.postgres.backend import PostgresBackend
     from .store.postgres.collection_lists import Snapshot
     from .types import Collection
@@ -60,29 +60,29 @@ class IndexListMethods:
     _from_file: _FromFile | None = None
 
     @property
-    def _lists_in_index(self: Tansaku) -> bool:
+    def _lists_in_index(self: Facade) -> bool:
         """Whether the index keeps its own list (PostgreSQL) rather than its config file (SQLite)."""
         return not isinstance(self.backend, SqliteBackend)
 
-    def _file_config(self: Tansaku) -> settings.Config:
+    def _file_config(self: Facade) -> settings.Config:
         return settings.load(self.config_path)
 
-    def config(self: Tansaku) -> settings.Config:
+    def config(self: Facade) -> settings.Config:
         """The selected index's config: its collections and contexts, and the file's settings."""
         return self._config(move=True)
 
-    def listed_config(self: Tansaku) -> settings.Config:
+    def listed_config(self: Facade) -> settings.Config:
         """config() without moving anything (doctor is read-only)."""
         return self._config(move=False)
 
-    def _config(self: Tansaku, *, move: bool) -> settings.Config:
+    def _config(self: Facade, *, move: bool) -> settings.Config:
         file = self._file_config()
         if not self._lists_in_index:
             return file
         return self._database_config(file, self.backend, move=move)  # type: ignore[arg-type]
 
     def _database_config(
-        self: Tansaku, file: settings.Config, backend: PostgresBackend, *, move: bool
+        self: Facade, file: settings.Config, backend: PostgresBackend, *, move: bool
     ) -> settings.Config:
         try:
             own = settings.index_url(file) == backend.url
@@ -113,7 +113,7 @@ class IndexListMethods:
         contexts = {**pending.contexts, **found.contexts}
         return replace(file, collections=collections, contexts=contexts)
 
-    def _list_snapshot(self: Tansaku, backend: PostgresBackend, asked: Any) -> Snapshot:
+    def _list_snapshot(self: Facade, backend: PostgresBackend, asked: Any) -> Snapshot:
         from .store.postgres.collection_lists import Snapshot, snapshot
 
         if self.keep_connections:
@@ -129,7 +129,7 @@ class IndexListMethods:
             return snapshot(conn, asked)
 
     def _write_lists(
-        self: Tansaku,
+        self: Facade,
         conn: Any,
         put: dict[str, Collection],
         gone: Any,
@@ -141,7 +141,7 @@ class IndexListMethods:
         entries = {name: settings.collection_entry(c) for name, c in put.items()}
         collection_lists.write(conn, entries, gone, contexts_put, contexts_gone)
 
-    def _forget_moved(self: Tansaku, pending: _FromFile, names: set[str], contexts: set[str]) -> None:
+    def _forget_moved(self: Facade, pending: _FromFile, names: set[str], contexts: set[str]) -> None:
         """Take out of the config file what is now in the database's list: all of it when the
         file's own index is the database; else the collections its SQLite index holds no
         documents of, with their contexts (the global context stays: it is the file's too)."""
@@ -162,7 +162,7 @@ class IndexListMethods:
         if left != current.collections or left_contexts != current.contexts:
             settings.save(self.config_path, replace(current, collections=left, contexts=left_contexts))
 
-    def _held_by_file_index(self: Tansaku, names: list[str]) -> set[str]:
+    def _held_by_file_index(self: Facade, names: list[str]) -> set[str]:
         """Of ``names``, those the file's SQLite index has documents of (all of them when it cannot
         be read: nothing leaves the file on a guess)."""
         from .store.backend import documents
@@ -178,7 +178,7 @@ class IndexListMethods:
         return {name for name in names if counts.get(name, (0, 0))[0] > 0}
 
     def _save_config(
-        self: Tansaku,
+        self: Facade,
         old: settings.Config,
         new: settings.Config,
         command: str = "collection list",

@@ -1,7 +1,7 @@
 """The facade's agent-transcript methods (Claude Code, Codex): adding such a collection, search
-and vsearch by turn, run, session or project, and reading a session. Mixed into api.Tansaku, whose
-other methods these call; the work is in config/transcripts.py, search/transcripts.py and
-retrieve/sessions.py.
+and vsearch by turn, run, session or project, and reading a session. Mixed into api.Tansaku
+(``self`` is an api_facade.Facade), whose other methods these call; the work is in
+config/transcripts.py, search/transcripts.py and retrieve/sessions.py.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 from .config.selection import files_only, searched_collections
 
 if TYPE_CHECKING:
-    from .api import Tansaku
+    from .api_facade import Facade
     from .index.progress import ProgressFactory
     from .types import SearchResult, UpdateReport
 
 
 class TranscriptMethods:
     def add_transcript_collection(
-        self: Tansaku,
+        self: Facade,
         collection_type: str,
         path: str | None = None,
         *,
@@ -47,7 +47,7 @@ class TranscriptMethods:
         return self._register(collection, dry_run=dry_run, progress=progress)
 
     def search_levels(
-        self: Tansaku,
+        self: Facade,
         query: str,
         *,
         collections: Sequence[str] = (),
@@ -105,7 +105,7 @@ class TranscriptMethods:
         return self._fields_added(result, fields)  # sessions have none: `{}`
 
     def vsearch_levels(
-        self: Tansaku,
+        self: Facade,
         query: str,
         *,
         collections: Sequence[str] = (),
@@ -150,7 +150,7 @@ class TranscriptMethods:
         )
 
     def read_session(
-        self: Tansaku,
+        self: Facade,
         ref: str,
         *,
         from_line: int = 1,

@@ -9,15 +9,17 @@ in the connection's own placeholders (``%s`` for psycopg, with a literal ``%`` d
         run_many(conn, "UPDATE extractions SET seen_at = ? WHERE hash = ? AND extractor = ?", rows)
 
 Where a statement differs by a few words, ``dialect(conn)`` names them (as Django's backend
-``operations`` do): ``one_of`` (a list of values), ``upsert`` (insert or replace by key) and
-``window`` (a column PostgreSQL cannot call ``window``). Whatever differs more (full-text matching
-and scoring, vector search, locks, migrations) is a function of the backend's own module
-(``store/X.py`` for SQLite, ``store/postgres/X.py`` for PostgreSQL) under the same name.
+``operations`` do): ``one_of`` (a list of values), ``contains`` (a substring), ``upsert`` (insert
+or replace by key) and ``window`` (a column PostgreSQL cannot call ``window``); ``sql`` and
+``mark`` fit a fragment to a statement built in the driver's own placeholders. Whatever differs
+more (full-text matching and scoring, vector search, locks, migrations) is a function of the
+backend's own module (``store/X.py`` for SQLite, ``store/postgres/X.py`` for PostgreSQL) under
+the same name.
 
-store/backend.py routes a call: a PostgreSQL connection runs ``store.postgres.X.f`` when that
+store/routed.py routes a call: a PostgreSQL connection runs ``store.postgres.X.f`` when that
 module has an ``f``, else a ``@both`` function of ``store.X``, else fails with BACKEND_UNSUPPORTED.
 A ``@both`` function that calls another store function whose SQL differs calls it through
-store/backend.py's routed modules (``backend.documents.delete_document``), never directly.
+store/routed.py's modules (``routed.documents.delete_document``), never directly.
 
 Nothing here imports a database driver.
 """
@@ -45,6 +47,7 @@ def is_both(function: Any) -> bool:
 
 class Sqlite:
     name = "sqlite"
+    mark = "?"  # a placeholder, for a fragment joined to statements in the driver's own style
     window = "window"  # chunk_vectors' window number
 
     def sql(self, statement: str) -> str:
@@ -54,14 +57,20 @@ class Sqlite:
         """``column`` is one of ``values`` (at least one): the condition and its parameters."""
         return f"{column} IN ({','.join('?' * len(values))})", list(values)
 
-    def upsert(self, table: str, columns: Sequence[str], key: Sequence[str]) -> str:
-        """An INSERT of one row of ``columns`` that replaces the row with the same ``key``."""
-        marks = ", ".join("?" * len(columns))
-        return f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) VALUES ({marks})"
+    def contains(self, text: str) -> str:
+        """``text`` contains the (next) parameter."""
+        return f"instr({text}, ?) > 0"
+
+    def upsert(self, table: str, columns: str, key: str) -> str:
+        """An INSERT of one row that replaces the row with the same ``key``; ``columns`` and
+        ``key`` are lists of column names as SQL writes them ("doc_id, run_index")."""
+        names = _names(columns)
+        return f"INSERT OR REPLACE INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
 
 
 class Postgres(Sqlite):
     name = "postgresql"
+    mark = "%s"
     window = "window_no"  # WINDOW is a reserved word
 
     def sql(self, statement: str) -> str:
@@ -70,13 +79,20 @@ class Postgres(Sqlite):
     def one_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"{column} = ANY(?)", [list(values)]
 
-    def upsert(self, table: str, columns: Sequence[str], key: Sequence[str]) -> str:
-        marks = ", ".join("?" * len(columns))
-        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in key)
+    def contains(self, text: str) -> str:
+        return f"strpos({text}, ?) > 0"
+
+    def upsert(self, table: str, columns: str, key: str) -> str:
+        names, keys = _names(columns), _names(key)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in names if c not in keys)
         return (
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
-            f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+            f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+            f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
         )
+
+
+def _names(columns: str) -> list[str]:
+    return [name.strip() for name in columns.split(",")]
 
 
 SQLITE = Sqlite()

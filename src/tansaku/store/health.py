@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import backend
+from . import routed
 from .db import QUICK_CHECK_ROWS, quick_check
 from .dialect import both, run
 
@@ -34,7 +34,7 @@ class StoredVectors:
 @both
 def stored_vectors(conn: Any) -> list[StoredVectors]:
     """Each embedding model the index holds vectors of, with their dimensions, most vectors first."""
-    if not backend.db.has_table(conn, "embed_models"):
+    if not routed.db.has_table(conn, "embed_models"):
         return []
     rows = run(
         conn,

@@ -1,7 +1,7 @@
 """Removing a whole collection from the index: its sessions, documents, chunks and vectors.
 
 It sits above documents.py, transcripts.py, chunks.py and vectors.py, which it calls in order
-through store/backend.py's routed modules, so none of those needs to import another to remove a
+through store/routed.py's modules, so none of those needs to import another to remove a
 collection, and the one function serves both backends (store/dialect.py).
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backend import chunks, documents, transcripts, vectors
 from .dialect import both
+from .routed import chunks, documents, transcripts, vectors
 
 
 @both

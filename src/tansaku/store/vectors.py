@@ -7,18 +7,19 @@ keyword search never does, so it never pays for it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from ..errors import TansakuError
+from . import routed
+from .dialect import both, dialect, run, run_many
+from .vector_rows import CollectionEntries, EmbedModelRecord, UnusableVectors, VectorsUnavailable
 
-# SQLite caps host parameters; batches of ids stay well under the limit.
+# SQLite caps host parameters; batches of ids stay well under the limit (PostgreSQL takes a list
+# as one array parameter: its batches only keep statements short).
 _BATCH = 500
 
 
-class VectorsUnavailable(TansakuError):
-    code = "VECTORS_UNAVAILABLE"
-    exit_code = 3
+def _batch(conn: Any) -> int:
+    return 5000 if dialect(conn).name == "postgresql" else _BATCH
 
 
 def load_extension(conn: Any) -> None:
@@ -51,22 +52,16 @@ def ensure_vec_table(conn: Any, dims: int) -> None:
     )
 
 
-@dataclass(frozen=True)
-class EmbedModelRecord:
-    fingerprint: str
-    model_path: str
-    model_sha256: str
-    model_size: int
-    model_mtime_ns: int
-    prompt_format: str
-    dims: int
-    window_tokens: int
-
-
+@both
 def register_model(conn: Any, record: EmbedModelRecord, created_at: str) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO embed_models (fingerprint, model_path, model_sha256, model_size,"
-        " model_mtime_ns, prompt_format, dims, window_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    run(
+        conn,
+        dialect(conn).upsert(
+            "embed_models",
+            "fingerprint, model_path, model_sha256, model_size, model_mtime_ns, prompt_format, dims,"
+            " window_tokens, created_at",
+            key="fingerprint",
+        ),
         (
             record.fingerprint,
             record.model_path,
@@ -79,43 +74,56 @@ def register_model(conn: Any, record: EmbedModelRecord, created_at: str) -> None
             created_at,
         ),
     )
+    routed.vectors.index_model(conn, record)
 
 
+def index_model(conn: Any, record: EmbedModelRecord) -> None:
+    """Nothing on SQLite: vec0 partitions a table's vectors by model (fingerprint) already."""
+
+
+@both
 def remember_model_file(conn: Any, fingerprint: str, path: str, size: int, mtime_ns: int) -> None:
-    conn.execute(
+    run(
+        conn,
         "UPDATE embed_models SET model_path = ?, model_size = ?, model_mtime_ns = ? WHERE fingerprint = ?",
         (path, size, mtime_ns, fingerprint),
     )
 
 
+@both
 def models(conn: Any) -> list[EmbedModelRecord]:
     """Every model the index has vectors of, the one embed registered last at the end."""
-    rows = conn.execute(
+    rows = run(
+        conn,
         "SELECT fingerprint, model_path, model_sha256, model_size, model_mtime_ns, prompt_format, dims,"
-        " window_tokens FROM embed_models ORDER BY created_at, fingerprint"
-    )
+        " window_tokens FROM embed_models ORDER BY created_at, fingerprint",
+    ).fetchall()
     return [EmbedModelRecord(*row) for row in rows]
 
 
+@both
 def model_window(conn: Any, model_path: str) -> int | None:
     """The window the index last used with the model file at ``model_path``, if it knows one."""
-    row = conn.execute(
-        "SELECT window_tokens FROM embed_models WHERE model_path = ? ORDER BY created_at DESC",
+    row = run(
+        conn,
+        "SELECT window_tokens FROM embed_models WHERE model_path = ? ORDER BY created_at DESC LIMIT 1",
         (model_path,),
     ).fetchone()
     return row[0] if row else None
 
 
+@both
 def existing_embeddings(conn: Any, fingerprint: str, text_shas: Iterable[str]) -> dict[str, int]:
     wanted = list(set(text_shas))
     found: dict[str, int] = {}
-    for start in range(0, len(wanted), _BATCH):
-        batch = wanted[start : start + _BATCH]
-        marks = ",".join("?" * len(batch))
-        rows = conn.execute(
-            f"SELECT text_sha, id FROM embeddings WHERE fingerprint = ? AND text_sha IN ({marks})",
-            (fingerprint, *batch),
-        )
+    size = _batch(conn)
+    for start in range(0, len(wanted), size):
+        among, params = dialect(conn).one_of("text_sha", wanted[start : start + size])
+        rows = run(
+            conn,
+            f"SELECT text_sha, id FROM embeddings WHERE fingerprint = ? AND {among}",
+            (fingerprint, *params),
+        ).fetchall()
         found.update({row[0]: row[1] for row in rows})
     return found
 
@@ -140,34 +148,32 @@ def add_embedding(conn: Any, fingerprint: str, dims: int, text_sha: str, blob: b
     return embedding_id
 
 
+@both
 def link_chunks(conn: Any, rows: Sequence[tuple[str, str, str, int, int, int, int, int]]) -> None:
     """Rows of (fingerprint, hash, chunk_params, seq, window, embedding_id, start_line, end_line)."""
-    conn.executemany(
-        "INSERT OR REPLACE INTO chunk_vectors (fingerprint, hash, chunk_params, seq, window, embedding_id,"
-        " start_line, end_line) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        rows,
-    )
+    words = dialect(conn)
+    key = f"fingerprint, hash, chunk_params, seq, {words.window}"
+    run_many(conn, words.upsert("chunk_vectors", f"{key}, embedding_id, start_line, end_line", key=key), rows)
 
 
+@both
 def record_failure(conn: Any, fingerprint: str, content_hash: str, params: str, seq: int, error: str) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO embed_failures (fingerprint, hash, chunk_params, seq, error)"
-        " VALUES (?, ?, ?, ?, ?)",
+    key = "fingerprint, hash, chunk_params, seq"
+    run(
+        conn,
+        dialect(conn).upsert("embed_failures", f"{key}, error", key=key),
         (fingerprint, content_hash, params, seq, error),
     )
 
 
+@both
 def clear(conn: Any, fingerprint: str, hashes: Sequence[str]) -> None:
     """Forget these texts' vectors for a model (embed -f); pruning then frees unused embeddings."""
-    for start in range(0, len(hashes), _BATCH):
-        batch = list(hashes[start : start + _BATCH])
-        marks = ",".join("?" * len(batch))
-        conn.execute(
-            f"DELETE FROM chunk_vectors WHERE fingerprint = ? AND hash IN ({marks})", (fingerprint, *batch)
-        )
-        conn.execute(
-            f"DELETE FROM embed_failures WHERE fingerprint = ? AND hash IN ({marks})", (fingerprint, *batch)
-        )
+    size = _batch(conn)
+    for start in range(0, len(hashes), size):
+        among, params = dialect(conn).one_of("hash", list(hashes[start : start + size]))
+        run(conn, f"DELETE FROM chunk_vectors WHERE fingerprint = ? AND {among}", (fingerprint, *params))
+        run(conn, f"DELETE FROM embed_failures WHERE fingerprint = ? AND {among}", (fingerprint, *params))
 
 
 # The window number of a chunk's quick vector: its title, headings and the first words of each
@@ -177,13 +183,15 @@ def clear(conn: Any, fingerprint: str, hashes: Sequence[str]) -> None:
 QUICK_WINDOW = -1
 
 
+@both
 def pending_chunks(
     conn: Any, fingerprint: str, collection: str, params: str, *, quick: bool = False
 ) -> list[tuple[str, int]]:
     """(content hash, seq) of this collection's chunks with no vector (nor failure) for the model;
     ``quick``: with no vector at all, quick or full (what the quick pass embeds)."""
-    windows = "" if quick else f" AND v.window != {QUICK_WINDOW}"
-    rows = conn.execute(
+    windows = "" if quick else f" AND v.{dialect(conn).window} != {QUICK_WINDOW}"
+    rows = run(
+        conn,
         "SELECT DISTINCT c.hash, c.seq FROM documents AS d"
         " JOIN chunks AS c ON c.hash = d.hash AND c.params = ? WHERE d.collection = ?"
         " AND NOT EXISTS (SELECT 1 FROM chunk_vectors AS v WHERE v.fingerprint = ? AND v.hash = c.hash"
@@ -192,63 +200,75 @@ def pending_chunks(
         "   AND f.chunk_params = c.params AND f.seq = c.seq)"
         " ORDER BY c.hash, c.seq",
         (params, collection, fingerprint, fingerprint),
-    )
+    ).fetchall()
     return [(row[0], row[1]) for row in rows]
 
 
+@both
 def unlink_quick(conn: Any, fingerprint: str, params: str, chunks: Iterable[tuple[str, int]]) -> None:
     """Drop the quick vectors of chunks whose full windows are now linked (``prune`` then frees
     the embeddings nothing else uses)."""
-    conn.executemany(
+    run_many(
+        conn,
         "DELETE FROM chunk_vectors WHERE fingerprint = ? AND hash = ? AND chunk_params = ? AND seq = ?"
-        f" AND window = {QUICK_WINDOW}",
+        f" AND {dialect(conn).window} = {QUICK_WINDOW}",
         [(fingerprint, content_hash, params, seq) for content_hash, seq in chunks],
     )
 
 
+@both
 def collection_quick_count(conn: Any, collection: str, params: str, fingerprint: str | None) -> int:
     """Chunks of the collection searched by their quick vector only (no full windows yet)."""
     if fingerprint is None:
         return 0
-    row = conn.execute(
+    row = run(
+        conn,
         "SELECT count(*) FROM chunk_vectors WHERE fingerprint = ? AND chunk_params = ?"
-        f" AND window = {QUICK_WINDOW} AND hash IN (SELECT hash FROM documents WHERE collection = ?)",
+        f" AND {dialect(conn).window} = {QUICK_WINDOW}"
+        " AND hash IN (SELECT hash FROM documents WHERE collection = ?)",
         (fingerprint, params, collection),
     ).fetchone()
     return int(row[0])
 
 
+@both
 def collection_vector_counts(
     conn: Any, collection: str, params: str, fingerprint: str | None
 ) -> tuple[int, int, int]:
     """(chunks with a vector for this model, chunks, chunks with vectors only from other models)."""
+    window = dialect(conn).window
     hashes = "SELECT hash FROM documents WHERE collection = ?"
-    total = conn.execute(
+    total = run(
+        conn,
         f"SELECT coalesce(sum(chunk_count), 0) FROM chunk_runs WHERE params = ? AND hash IN ({hashes})",
         (params, collection),
     ).fetchone()[0]
     embedded = 0
     if fingerprint is not None:
         # Every chunk with vectors has a window 0, so counting those counts chunks without DISTINCT.
-        embedded = conn.execute(
-            "SELECT count(*) FROM chunk_vectors WHERE fingerprint = ? AND chunk_params = ? AND window = 0"
+        embedded = run(
+            conn,
+            f"SELECT count(*) FROM chunk_vectors WHERE fingerprint = ? AND chunk_params = ? AND {window} = 0"
             f" AND hash IN ({hashes})",
             (fingerprint, params, collection),
         ).fetchone()[0]
     # Chunks that have another model's vectors and none of this one's: what `embed` would redo.
-    stale = conn.execute(
+    stale = run(
+        conn,
         "SELECT count(*) FROM (SELECT DISTINCT hash, seq FROM chunk_vectors AS o WHERE fingerprint != ?"
-        f" AND chunk_params = ? AND window = 0 AND hash IN ({hashes}) AND NOT EXISTS (SELECT 1 FROM"
+        f" AND chunk_params = ? AND {window} = 0 AND hash IN ({hashes}) AND NOT EXISTS (SELECT 1 FROM"
         " chunk_vectors AS c WHERE c.fingerprint = ? AND c.hash = o.hash AND c.chunk_params ="
-        " o.chunk_params AND c.seq = o.seq AND c.window = 0))",
+        f" o.chunk_params AND c.seq = o.seq AND c.{window} = 0)) AS s",
         (fingerprint or "", params, collection, fingerprint or ""),
     ).fetchone()[0]
     return int(embedded), int(total), int(stale)
 
 
+@both
 def prune_if_present(conn: Any, *, keep_unlinked: bool = False) -> int:
-    """Prune vectors when the index has any (the writer has loaded sqlite-vec then)."""
-    return prune(conn, keep_unlinked=keep_unlinked) if has_vec_tables(conn) else 0
+    """Prune vectors when the index has any (on SQLite the writer has loaded sqlite-vec then)."""
+    vectors = routed.vectors
+    return vectors.prune(conn, keep_unlinked=keep_unlinked) if vectors.has_vec_tables(conn) else 0
 
 
 def prune(conn: Any, *, keep_unlinked: bool = False) -> int:
@@ -258,44 +278,62 @@ def prune(conn: Any, *, keep_unlinked: bool = False) -> int:
     old chunks, and the next `embed` reuses the ones whose text reappears (usually all but the
     edited chunk) before it drops the rest. Unlinked vectors are never search results.
     """
-    conn.execute(
-        "DELETE FROM chunk_vectors WHERE NOT EXISTS (SELECT 1 FROM chunk_runs AS r"
-        " WHERE r.hash = chunk_vectors.hash AND r.params = chunk_vectors.chunk_params)"
-    )
-    conn.execute(
-        "DELETE FROM embed_failures WHERE NOT EXISTS (SELECT 1 FROM chunk_runs AS r"
-        " WHERE r.hash = embed_failures.hash AND r.params = embed_failures.chunk_params)"
-    )
-    if keep_unlinked:
-        return 0
-    orphans = conn.execute(
-        "SELECT e.id, m.dims FROM embeddings AS e JOIN embed_models AS m ON m.fingerprint = e.fingerprint"
-        " WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors AS v WHERE v.embedding_id = e.id)"
-    ).fetchall()
+    orphans = unlink_gone(conn, keep_unlinked=keep_unlinked)
     for embedding_id, dims in orphans:
         conn.execute(f"DELETE FROM {vec_table(dims)} WHERE rowid = ?", (embedding_id,))
         conn.execute("DELETE FROM embeddings WHERE id = ?", (embedding_id,))
     return len(orphans)
 
 
+def unlink_gone(conn: Any, *, keep_unlinked: bool) -> list[tuple[int, int]]:
+    """Both backends' ``prune`` up to the embeddings: unlink the vectors (and forget the failures)
+    of chunks that no longer exist; the embeddings nothing points to now, as (id, dims), none
+    when ``keep_unlinked``."""
+    run(
+        conn,
+        "DELETE FROM chunk_vectors WHERE NOT EXISTS (SELECT 1 FROM chunk_runs AS r"
+        " WHERE r.hash = chunk_vectors.hash AND r.params = chunk_vectors.chunk_params)",
+    )
+    run(
+        conn,
+        "DELETE FROM embed_failures WHERE NOT EXISTS (SELECT 1 FROM chunk_runs AS r"
+        " WHERE r.hash = embed_failures.hash AND r.params = embed_failures.chunk_params)",
+    )
+    if keep_unlinked:
+        return []
+    return [
+        (int(embedding_id), int(dims))
+        for embedding_id, dims in run(
+            conn,
+            "SELECT e.id, m.dims FROM embeddings AS e JOIN embed_models AS m ON m.fingerprint = e.fingerprint"
+            " WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors AS v WHERE v.embedding_id = e.id)",
+        ).fetchall()
+    ]
+
+
+@both
 def unlink_superseded(conn: Any, fingerprint: str, family: str) -> int:
     """Unlink the vectors of ``family`` (the same model file and prompt, an older embedded-text
     version: fingerprints matching ``family`` as a LIKE pattern) from chunks that now have one of
     ``fingerprint``: nothing will search them again. ``prune`` then drops the embeddings."""
-    cursor = conn.execute(
+    cursor = run(
+        conn,
         "DELETE FROM chunk_vectors WHERE fingerprint != ? AND fingerprint LIKE ? AND EXISTS (SELECT 1"
         " FROM chunk_vectors AS c WHERE c.fingerprint = ? AND c.hash = chunk_vectors.hash AND"
-        " c.chunk_params = chunk_vectors.chunk_params AND c.seq = chunk_vectors.seq AND c.window = 0)",
+        " c.chunk_params = chunk_vectors.chunk_params AND c.seq = chunk_vectors.seq"
+        f" AND c.{dialect(conn).window} = 0)",
         (fingerprint, family, fingerprint),
     )
     return int(cursor.rowcount or 0)
 
 
+@both
 def unlinked_count(conn: Any) -> int:
     return int(
-        conn.execute(
+        run(
+            conn,
             "SELECT count(*) FROM embeddings AS e WHERE NOT EXISTS"
-            " (SELECT 1 FROM chunk_vectors AS v WHERE v.embedding_id = e.id)"
+            " (SELECT 1 FROM chunk_vectors AS v WHERE v.embedding_id = e.id)",
         ).fetchone()[0]
     )
 
@@ -344,15 +382,6 @@ def model_vectors_by_text(conn: Any, fingerprint: str, dims: int) -> list[tuple[
 UNUSABLE_SCAN_MAX = 2_000_000
 # Through the virtual table (a vec0 layout this code does not know), 30 times slower: fewer.
 _UNUSABLE_SCAN_SLOW_MAX = 200_000
-
-
-@dataclass(frozen=True)
-class UnusableVectors:
-    """A model's vectors with no direction (all zeros, or a NaN or infinite value)."""
-
-    count: int  # among those checked
-    checked: int
-    total: int
 
 
 def unusable_vectors(
@@ -416,49 +445,58 @@ def _has_block_layout(conn: Any, dims: int) -> bool:
     )
 
 
+@both
 def model_vector_count(conn: Any, fingerprint: str) -> int:
-    row = conn.execute("SELECT count(*) FROM embeddings WHERE fingerprint = ?", (fingerprint,)).fetchone()
+    row = run(conn, "SELECT count(*) FROM embeddings WHERE fingerprint = ?", (fingerprint,)).fetchone()
     return int(row[0])
 
 
-@dataclass(frozen=True)
-class CollectionEntries:
-    """A collection's chunk windows that have a vector for one model, ordered by document id:
-    parallel columns (document id, embedding id, first line, last line)."""
-
-    doc_ids: list[int]
-    embedding_ids: list[int]
-    start_lines: list[int]
-    end_lines: list[int]
-
-
+@both
 def collection_entries(conn: Any, fingerprint: str, collection: str, params: str) -> CollectionEntries:
-    cursor = conn.cursor()
-    cursor.row_factory = None  # plain tuples: this reads one row per chunk window
-    rows = cursor.execute(
-        "SELECT d.id, v.embedding_id, v.start_line, v.end_line FROM documents AS d"
-        " JOIN chunk_vectors AS v ON v.hash = d.hash AND v.chunk_params = ? AND v.fingerprint = ?"
-        " WHERE d.collection = ? ORDER BY d.id",
-        (params, fingerprint, collection),
-    ).fetchall()
-    return _entries(rows)
+    return _entries(
+        _plain_rows(
+            conn,
+            "SELECT d.id, v.embedding_id, v.start_line, v.end_line FROM documents AS d"
+            " JOIN chunk_vectors AS v ON v.hash = d.hash AND v.chunk_params = ? AND v.fingerprint = ?"
+            f" WHERE d.collection = ? ORDER BY {_window_order(conn)}",
+            (params, fingerprint, collection),
+        )
+    )
 
 
+@both
 def entries_for_embeddings(
     conn: Any, fingerprint: str, collection: str, params: str, embedding_ids: Sequence[int]
 ) -> CollectionEntries:
     """The collection's chunk windows that use these embeddings, ordered by document id."""
-    marks = ",".join("?" * len(embedding_ids))
-    cursor = conn.cursor()
-    cursor.row_factory = None
-    rows = cursor.execute(
-        "SELECT d.id, v.embedding_id, v.start_line, v.end_line FROM chunk_vectors AS v"
-        " JOIN documents AS d ON d.hash = v.hash AND d.collection = ?"
-        # "+fingerprint": find the rows by embedding id, not by scanning all the model's rows.
-        f" WHERE v.embedding_id IN ({marks}) AND +v.fingerprint = ? AND v.chunk_params = ? ORDER BY d.id",
-        (collection, *embedding_ids, fingerprint, params),
-    ).fetchall()
-    return _entries(rows)
+    words = dialect(conn)
+    among, ids = words.one_of("v.embedding_id", embedding_ids)
+    # SQLite's "+fingerprint": find the rows by embedding id, not by scanning all the model's rows.
+    model = "+v.fingerprint" if words.name == "sqlite" else "v.fingerprint"
+    return _entries(
+        _plain_rows(
+            conn,
+            "SELECT d.id, v.embedding_id, v.start_line, v.end_line FROM chunk_vectors AS v"
+            " JOIN documents AS d ON d.hash = v.hash AND d.collection = ?"
+            f" WHERE {among} AND {model} = ? AND v.chunk_params = ? ORDER BY {_window_order(conn)}",
+            (collection, *ids, fingerprint, params),
+        )
+    )
+
+
+def _window_order(conn: Any) -> str:
+    # By document; SQLite reads a document's windows in its key's order (seq, window) already,
+    # PostgreSQL is told.
+    return "d.id" if dialect(conn).name == "sqlite" else "d.id, v.seq, v.window_no"
+
+
+def _plain_rows(conn: Any, statement: str, params: Sequence[Any]) -> list[Any]:
+    """The rows as plain tuples (on SQLite, not sqlite3.Row: this reads one row per chunk window)."""
+    if dialect(conn).name == "sqlite":
+        cursor = conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(statement, params).fetchall()  # type: ignore[no-any-return]
+    return run(conn, statement, params).fetchall()  # type: ignore[no-any-return]
 
 
 def _entries(rows: Sequence[tuple[int, int, int, int]]) -> CollectionEntries:

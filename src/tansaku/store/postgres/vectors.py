@@ -1,4 +1,5 @@
-"""Vectors on PostgreSQL: store/vectors.py's functions with the same names, arguments and results.
+"""Vectors on PostgreSQL: what differs from store/vectors.py, under the same names, arguments and
+results (store/vectors.py's ``@both`` functions serve both backends).
 
 The tables mirror SQLite's (migrations.py, version 3). The vectors themselves are pgvector
 ``vector(dims)`` columns in one table per dimension count (``vectors_<dims>``, as SQLite's
@@ -17,15 +18,15 @@ the limit.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..vectors import (
     UNUSABLE_SCAN_MAX,
-    CollectionEntries,
     EmbedModelRecord,
     UnusableVectors,
     VectorsUnavailable,
+    model_vector_count,
+    unlink_gone,
 )
 from .db import deferred
 
@@ -97,64 +98,9 @@ def _ensure_model_index(conn: Any, dims: int, fingerprint: str) -> None:
     )
 
 
-def register_model(conn: Any, record: EmbedModelRecord, created_at: str) -> None:
-    conn.execute(
-        "INSERT INTO embed_models (fingerprint, model_path, model_sha256, model_size, model_mtime_ns,"
-        " prompt_format, dims, window_tokens, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-        " ON CONFLICT (fingerprint) DO UPDATE SET model_path = excluded.model_path,"
-        " model_sha256 = excluded.model_sha256, model_size = excluded.model_size,"
-        " model_mtime_ns = excluded.model_mtime_ns, prompt_format = excluded.prompt_format,"
-        " dims = excluded.dims, window_tokens = excluded.window_tokens, created_at = excluded.created_at",
-        (
-            record.fingerprint,
-            record.model_path,
-            record.model_sha256,
-            record.model_size,
-            record.model_mtime_ns,
-            record.prompt_format,
-            record.dims,
-            record.window_tokens,
-            created_at,
-        ),
-    )
+def index_model(conn: Any, record: EmbedModelRecord) -> None:
+    """The model's own HNSW index (store/vectors.py's register_model)."""
     _ensure_model_index(conn, record.dims, record.fingerprint)
-
-
-def remember_model_file(conn: Any, fingerprint: str, path: str, size: int, mtime_ns: int) -> None:
-    conn.execute(
-        "UPDATE embed_models SET model_path = %s, model_size = %s, model_mtime_ns = %s"
-        " WHERE fingerprint = %s",
-        (path, size, mtime_ns, fingerprint),
-    )
-
-
-def models(conn: Any) -> list[EmbedModelRecord]:
-    """Every model the index has vectors of, the one embed registered last at the end."""
-    rows = conn.execute(
-        "SELECT fingerprint, model_path, model_sha256, model_size, model_mtime_ns, prompt_format, dims,"
-        " window_tokens FROM embed_models ORDER BY created_at, fingerprint"
-    ).fetchall()
-    return [EmbedModelRecord(*row) for row in rows]
-
-
-def model_window(conn: Any, model_path: str) -> int | None:
-    row = conn.execute(
-        "SELECT window_tokens FROM embed_models WHERE model_path = %s ORDER BY created_at DESC LIMIT 1",
-        (model_path,),
-    ).fetchone()
-    return row[0] if row else None
-
-
-def existing_embeddings(conn: Any, fingerprint: str, text_shas: Iterable[str]) -> dict[str, int]:
-    wanted = list(set(text_shas))
-    found: dict[str, int] = {}
-    for start in range(0, len(wanted), _BATCH):
-        rows = conn.execute(
-            "SELECT text_sha, id FROM embeddings WHERE fingerprint = %s AND text_sha = ANY(%s)",
-            (fingerprint, wanted[start : start + _BATCH]),
-        ).fetchall()
-        found.update({row[0]: row[1] for row in rows})
-    return found
 
 
 def _array(blob: bytes) -> Any:
@@ -185,121 +131,6 @@ def add_embedding(conn: Any, fingerprint: str, dims: int, text_sha: str, blob: b
     return embedding_id
 
 
-def link_chunks(conn: Any, rows: Sequence[tuple[str, str, str, int, int, int, int, int]]) -> None:
-    """Rows of (fingerprint, hash, chunk_params, seq, window, embedding_id, start_line, end_line)."""
-    if not rows:
-        return
-    conn.executemany(
-        "INSERT INTO chunk_vectors (fingerprint, hash, chunk_params, seq, window_no, embedding_id,"
-        " start_line, end_line) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-        " ON CONFLICT (fingerprint, hash, chunk_params, seq, window_no) DO UPDATE SET"
-        " embedding_id = excluded.embedding_id, start_line = excluded.start_line,"
-        " end_line = excluded.end_line",
-        rows,
-    )
-
-
-def record_failure(conn: Any, fingerprint: str, content_hash: str, params: str, seq: int, error: str) -> None:
-    conn.execute(
-        "INSERT INTO embed_failures (fingerprint, hash, chunk_params, seq, error)"
-        " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (fingerprint, hash, chunk_params, seq)"
-        " DO UPDATE SET error = excluded.error",
-        (fingerprint, content_hash, params, seq, error),
-    )
-
-
-def clear(conn: Any, fingerprint: str, hashes: Sequence[str]) -> None:
-    """Forget these texts' vectors for a model (embed -f); pruning then frees unused embeddings."""
-    for start in range(0, len(hashes), _BATCH):
-        batch = list(hashes[start : start + _BATCH])
-        conn.execute(
-            "DELETE FROM chunk_vectors WHERE fingerprint = %s AND hash = ANY(%s)", (fingerprint, batch)
-        )
-        conn.execute(
-            "DELETE FROM embed_failures WHERE fingerprint = %s AND hash = ANY(%s)", (fingerprint, batch)
-        )
-
-
-# The window number of a chunk's quick vector (its title, headings and the first words of each
-# paragraph, embedded before its full windows 0, 1, ...): store/vectors.py's QUICK_WINDOW, which
-# `embed`'s quick pass uses.
-QUICK_WINDOW = -1
-
-
-def pending_chunks(
-    conn: Any, fingerprint: str, collection: str, params: str, *, quick: bool = False
-) -> list[tuple[str, int]]:
-    """(content hash, seq) of this collection's chunks with no vector (nor failure) for the model;
-    ``quick``: with no vector at all, quick or full (what the quick pass embeds)."""
-    windows = "" if quick else f" AND v.window_no <> {QUICK_WINDOW}"
-    rows = conn.execute(
-        "SELECT DISTINCT c.hash, c.seq FROM documents AS d"
-        " JOIN chunks AS c ON c.hash = d.hash AND c.params = %s WHERE d.collection = %s"
-        " AND NOT EXISTS (SELECT 1 FROM chunk_vectors AS v WHERE v.fingerprint = %s AND v.hash = c.hash"
-        f"   AND v.chunk_params = c.params AND v.seq = c.seq{windows})"
-        " AND NOT EXISTS (SELECT 1 FROM embed_failures AS f WHERE f.fingerprint = %s AND f.hash = c.hash"
-        "   AND f.chunk_params = c.params AND f.seq = c.seq)"
-        " ORDER BY c.hash, c.seq",
-        (params, collection, fingerprint, fingerprint),
-    ).fetchall()
-    return [(row[0], row[1]) for row in rows]
-
-
-def unlink_quick(conn: Any, fingerprint: str, params: str, chunks: Iterable[tuple[str, int]]) -> None:
-    """Drop the quick vectors of chunks whose full windows are now linked (``prune`` then frees
-    the embeddings nothing else uses)."""
-    rows = [(fingerprint, content_hash, params, seq) for content_hash, seq in chunks]
-    if rows:
-        conn.executemany(
-            "DELETE FROM chunk_vectors WHERE fingerprint = %s AND hash = %s AND chunk_params = %s"
-            f" AND seq = %s AND window_no = {QUICK_WINDOW}",
-            rows,
-        )
-
-
-def collection_quick_count(conn: Any, collection: str, params: str, fingerprint: str | None) -> int:
-    """Chunks of the collection searched by their quick vector only (no full windows yet)."""
-    if fingerprint is None:
-        return 0
-    row = conn.execute(
-        "SELECT count(*) FROM chunk_vectors WHERE fingerprint = %s AND chunk_params = %s"
-        f" AND window_no = {QUICK_WINDOW} AND hash IN (SELECT hash FROM documents WHERE collection = %s)",
-        (fingerprint, params, collection),
-    ).fetchone()
-    return int(row[0])
-
-
-def collection_vector_counts(
-    conn: Any, collection: str, params: str, fingerprint: str | None
-) -> tuple[int, int, int]:
-    """(chunks with a vector for this model, chunks, chunks with vectors only from other models)."""
-    hashes = "SELECT hash FROM documents WHERE collection = %s"
-    total = conn.execute(
-        f"SELECT coalesce(sum(chunk_count), 0) FROM chunk_runs WHERE params = %s AND hash IN ({hashes})",
-        (params, collection),
-    ).fetchone()[0]
-    embedded = 0
-    if fingerprint is not None:
-        embedded = conn.execute(
-            "SELECT count(*) FROM chunk_vectors WHERE fingerprint = %s AND chunk_params = %s"
-            f" AND window_no = 0 AND hash IN ({hashes})",
-            (fingerprint, params, collection),
-        ).fetchone()[0]
-    stale = conn.execute(
-        "SELECT count(*) FROM (SELECT DISTINCT hash, seq FROM chunk_vectors AS o WHERE fingerprint <> %s"
-        f" AND chunk_params = %s AND window_no = 0 AND hash IN ({hashes}) AND NOT EXISTS (SELECT 1 FROM"
-        " chunk_vectors AS c WHERE c.fingerprint = %s AND c.hash = o.hash AND c.chunk_params ="
-        " o.chunk_params AND c.seq = o.seq AND c.window_no = 0)) AS s",
-        (fingerprint or "", params, collection, fingerprint or ""),
-    ).fetchone()[0]
-    return int(embedded), int(total), int(stale)
-
-
-def prune_if_present(conn: Any, *, keep_unlinked: bool = False) -> int:
-    """Prune vectors when the index has any."""
-    return prune(conn, keep_unlinked=keep_unlinked) if has_vec_tables(conn) else 0
-
-
 def prune(conn: Any, *, keep_unlinked: bool = False) -> int:
     """Unlink vectors of chunks that no longer exist, then drop embeddings nothing points to
     (store/vectors.py says why ``keep_unlinked`` keeps them)."""
@@ -309,20 +140,7 @@ def prune(conn: Any, *, keep_unlinked: bool = False) -> int:
 
 
 def _prune(conn: Any, keep_unlinked: bool) -> int:
-    conn.execute(
-        "DELETE FROM chunk_vectors AS v WHERE NOT EXISTS (SELECT 1 FROM chunk_runs AS r"
-        " WHERE r.hash = v.hash AND r.params = v.chunk_params)"
-    )
-    conn.execute(
-        "DELETE FROM embed_failures AS f WHERE NOT EXISTS (SELECT 1 FROM chunk_runs AS r"
-        " WHERE r.hash = f.hash AND r.params = f.chunk_params)"
-    )
-    if keep_unlinked:
-        return 0
-    orphans = conn.execute(
-        "SELECT e.id, m.dims FROM embeddings AS e JOIN embed_models AS m ON m.fingerprint = e.fingerprint"
-        " WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors AS v WHERE v.embedding_id = e.id)"
-    ).fetchall()
+    orphans = unlink_gone(conn, keep_unlinked=keep_unlinked)
     by_dims: dict[int, list[int]] = {}
     for embedding_id, dims in orphans:
         by_dims.setdefault(int(dims), []).append(int(embedding_id))
@@ -332,27 +150,6 @@ def _prune(conn: Any, keep_unlinked: bool) -> int:
             conn.execute(f"DELETE FROM {vec_table(dims)} WHERE id = ANY(%s)", (batch,))
             conn.execute("DELETE FROM embeddings WHERE id = ANY(%s)", (batch,))
     return len(orphans)
-
-
-def unlink_superseded(conn: Any, fingerprint: str, family: str) -> int:
-    """Unlink the vectors of ``family`` (store/vectors.py) from chunks that now have one of
-    ``fingerprint``."""
-    cursor = conn.execute(
-        "DELETE FROM chunk_vectors AS o WHERE fingerprint <> %s AND fingerprint LIKE %s AND EXISTS (SELECT 1"
-        " FROM chunk_vectors AS c WHERE c.fingerprint = %s AND c.hash = o.hash AND"
-        " c.chunk_params = o.chunk_params AND c.seq = o.seq AND c.window_no = 0)",
-        (fingerprint, family, fingerprint),
-    )
-    return int(cursor.rowcount or 0)
-
-
-def unlinked_count(conn: Any) -> int:
-    return int(
-        conn.execute(
-            "SELECT count(*) FROM embeddings AS e WHERE NOT EXISTS"
-            " (SELECT 1 FROM chunk_vectors AS v WHERE v.embedding_id = e.id)"
-        ).fetchone()[0]
-    )
 
 
 def unusable_vectors(
@@ -370,11 +167,6 @@ def unusable_vectors(
         (fingerprint, int(limit)),
     ).fetchone()
     return UnusableVectors(int(row[1]), int(row[0]), total)
-
-
-def model_vector_count(conn: Any, fingerprint: str) -> int:
-    row = conn.execute("SELECT count(*) FROM embeddings WHERE fingerprint = %s", (fingerprint,)).fetchone()
-    return int(row[0])
 
 
 # The collection's embeddings for a model: what a nearest-neighbour search may return.
@@ -472,35 +264,6 @@ def _exact_scan_bytes() -> int:
     from ...search.vector_cache import memory_budget_bytes
 
     return memory_budget_bytes()
-
-
-def collection_entries(conn: Any, fingerprint: str, collection: str, params: str) -> CollectionEntries:
-    rows = conn.execute(
-        "SELECT d.id, v.embedding_id, v.start_line, v.end_line FROM documents AS d"
-        " JOIN chunk_vectors AS v ON v.hash = d.hash AND v.chunk_params = %s AND v.fingerprint = %s"
-        " WHERE d.collection = %s ORDER BY d.id, v.seq, v.window_no",
-        (params, fingerprint, collection),
-    ).fetchall()
-    return _entries(rows)
-
-
-def entries_for_embeddings(
-    conn: Any, fingerprint: str, collection: str, params: str, embedding_ids: Sequence[int]
-) -> CollectionEntries:
-    """The collection's chunk windows that use these embeddings, ordered by document id."""
-    rows = conn.execute(
-        "SELECT d.id, v.embedding_id, v.start_line, v.end_line FROM chunk_vectors AS v"
-        " JOIN documents AS d ON d.hash = v.hash AND d.collection = %s"
-        " WHERE v.embedding_id = ANY(%s) AND v.fingerprint = %s AND v.chunk_params = %s"
-        " ORDER BY d.id, v.seq, v.window_no",
-        (collection, list(embedding_ids), fingerprint, params),
-    ).fetchall()
-    return _entries(rows)
-
-
-def _entries(rows: Sequence[tuple[int, int, int, int]]) -> CollectionEntries:
-    columns = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
-    return CollectionEntries(*(list(column) for column in columns))
 
 
 def read_model_vectors(
