@@ -52,15 +52,7 @@ class Facade(Protocol):
         self, collection: Collection, *, dry_run: bool, progress: ProgressFactory | None
     ) -> UpdateReport: ...
 
-    def _update(
-        self,
-        config: settings.Config,
-        names: Sequence[str],
-        *,
-        dry_run: bool,
-        run_hooks: bool,
-        progress: ProgressFactory | None,
-    ) -> UpdateReport: ...
+    def _update(self, config: settings.Config, names: Sequence[str], **how: Any) -> UpdateReport: ...
 
     def search(self, query: str, **options: Any) -> SearchResult: ...
 

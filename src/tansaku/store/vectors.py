@@ -128,24 +128,36 @@ def existing_embeddings(conn: Any, fingerprint: str, text_shas: Iterable[str]) -
     return found
 
 
+@both
 def add_embedding(conn: Any, fingerprint: str, dims: int, text_sha: str, blob: bytes) -> int:
     """Store a vector for a text, replacing the one it had (``embed -f`` recomputes)."""
-    row = conn.execute(
-        "SELECT id FROM embeddings WHERE fingerprint = ? AND text_sha = ?", (fingerprint, text_sha)
+    row = run(
+        conn, "SELECT id FROM embeddings WHERE fingerprint = ? AND text_sha = ?", (fingerprint, text_sha)
     ).fetchone()
-    if row is not None:
-        embedding_id = int(row[0])
-        conn.execute(f"DELETE FROM {vec_table(dims)} WHERE rowid = ?", (embedding_id,))
+    if row is None:
+        row = run(
+            conn,
+            "INSERT INTO embeddings (fingerprint, text_sha) VALUES (?, ?) RETURNING id",
+            (fingerprint, text_sha),
+        ).fetchone()
+        replacing = False
     else:
-        cursor = conn.execute(
-            "INSERT INTO embeddings (fingerprint, text_sha) VALUES (?, ?)", (fingerprint, text_sha)
-        )
-        embedding_id = int(cursor.lastrowid)
+        replacing = True
+    embedding_id = int(row[0])
+    routed.vectors.put_vector(conn, dims, fingerprint, embedding_id, blob, replacing=replacing)
+    return embedding_id
+
+
+def put_vector(
+    conn: Any, dims: int, fingerprint: str, embedding_id: int, blob: bytes, *, replacing: bool
+) -> None:
+    """The vector of an embedding, in its model's vec0 table (a virtual table: delete, then insert)."""
+    if replacing:
+        conn.execute(f"DELETE FROM {vec_table(dims)} WHERE rowid = ?", (embedding_id,))
     conn.execute(
         f"INSERT INTO {vec_table(dims)} (rowid, fingerprint, embedding) VALUES (?, ?, ?)",
         (embedding_id, fingerprint, blob),
     )
-    return embedding_id
 
 
 @both

@@ -109,26 +109,15 @@ def _array(blob: bytes) -> Any:
     return np.frombuffer(blob, dtype=np.float32)
 
 
-def add_embedding(conn: Any, fingerprint: str, dims: int, text_sha: str, blob: bytes) -> int:
-    """Store a vector for a text, replacing the one it had (``embed -f`` recomputes)."""
-    row = conn.execute(
-        "SELECT id FROM embeddings WHERE fingerprint = %s AND text_sha = %s", (fingerprint, text_sha)
-    ).fetchone()
-    if row is not None:
-        embedding_id = int(row[0])
-    else:
-        embedding_id = int(
-            conn.execute(
-                "INSERT INTO embeddings (fingerprint, text_sha) VALUES (%s, %s) RETURNING id",
-                (fingerprint, text_sha),
-            ).fetchone()[0]
-        )
+def put_vector(
+    conn: Any, dims: int, fingerprint: str, embedding_id: int, blob: bytes, *, replacing: bool
+) -> None:
+    """The vector of an embedding (store/vectors.py's add_embedding), replaced when it has one."""
     conn.execute(
         f"INSERT INTO {vec_table(dims)} (id, fingerprint, embedding) VALUES (%s, %s, %s)"
         " ON CONFLICT (id) DO UPDATE SET embedding = excluded.embedding",
         (embedding_id, fingerprint, _array(blob)),
     )
-    return embedding_id
 
 
 def prune(conn: Any, *, keep_unlinked: bool = False) -> int:

@@ -1,0 +1,104 @@
+"""Statements written once for both backends (store/dialect.py) and how a call finds its backend's
+function (store/routed.py). No database: the statements are compared as text."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import pytest
+
+from tansaku.errors import BackendUnsupported
+from tansaku.store import dialect, routed
+from tansaku.store.dialect import POSTGRES, SQLITE
+
+
+class Recorder:
+    """A connection that keeps what it is asked to run; ``postgres`` makes it say so."""
+
+    def __init__(self, *, postgres: bool) -> None:
+        if postgres:
+            self.tansaku_backend = "postgresql"
+        self.sent: list[tuple[str, Any]] = []
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        self.sent.append((sql, params))
+        return self
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        self.sent.append((sql, list(rows)))
+
+
+def test_placeholders_become_psycopg_s_and_a_literal_percent_is_doubled() -> None:
+    statement = "SELECT 1 FROM t WHERE a = ? AND b LIKE 'x%' AND c IN (?, ?)"
+    assert SQLITE.sql(statement) == statement
+    assert POSTGRES.sql(statement) == "SELECT 1 FROM t WHERE a = %s AND b LIKE 'x%%' AND c IN (%s, %s)"
+
+
+def test_run_sends_the_connections_own_placeholders_and_always_parameters() -> None:
+    sqlite, postgres = Recorder(postgres=False), Recorder(postgres=True)
+    for conn in (sqlite, postgres):
+        dialect.run(conn, "DELETE FROM t WHERE a = ?", (1,))
+        dialect.run(conn, "DELETE FROM t")  # parameters () even when none: psycopg then reads %%
+        dialect.run_many(conn, "UPDATE t SET a = ?", [])  # no rows: nothing is sent
+    assert sqlite.sent == [("DELETE FROM t WHERE a = ?", (1,)), ("DELETE FROM t", ())]
+    assert postgres.sent == [("DELETE FROM t WHERE a = %s", (1,)), ("DELETE FROM t", ())]
+
+
+def test_the_words_that_differ() -> None:
+    assert SQLITE.one_of("x", ["a", "b"]) == ("x IN (?,?)", ["a", "b"])
+    assert POSTGRES.one_of("x", ["a", "b"]) == ("x = ANY(?)", [["a", "b"]])
+    assert SQLITE.contains("p") == "instr(p, ?) > 0"
+    assert POSTGRES.contains("p") == "strpos(p, ?) > 0"
+    assert (SQLITE.window, POSTGRES.window) == ("window", "window_no")
+    assert SQLITE.upsert("r", "doc_id, run_index, prompt", key="doc_id, run_index") == (
+        "INSERT OR REPLACE INTO r (doc_id, run_index, prompt) VALUES (?, ?, ?)"
+    )
+    assert POSTGRES.upsert("r", "doc_id, run_index, prompt, line", key="doc_id, run_index") == (
+        "INSERT INTO r (doc_id, run_index, prompt, line) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (doc_id, run_index) DO UPDATE SET prompt = excluded.prompt, line = excluded.line"
+    )
+
+
+def test_a_postgresql_call_runs_its_own_function_else_the_one_written_for_both() -> None:
+    from tansaku.store import extractions
+
+    own = routed._postgres_impl("extractions", "prune", extractions)
+    assert own.__module__ == "tansaku.store.postgres.extractions"
+    assert routed._postgres_impl("extractions", "get", extractions) is extractions.get
+    assert routed._postgres_impl(
+        "removal", "delete_collection", importlib.import_module("tansaku.store.removal")
+    )
+
+
+def test_a_function_neither_backend_module_nor_both_is_backend_unsupported() -> None:
+    from tansaku.store import vectors
+
+    assert not dialect.is_both(vectors.model_vectors_by_text)
+    with pytest.raises(BackendUnsupported, match=r"vectors\.model_vectors_by_text"):
+        routed._postgres_impl("vectors", "model_vectors_by_text", vectors)
+
+
+def test_a_both_function_runs_the_same_statements_on_either_connection() -> None:
+    from tansaku.store import extractions
+
+    sqlite, postgres = Recorder(postgres=False), Recorder(postgres=True)
+    routed.extractions.mark_seen(sqlite, [("h", "pdf:1")], "now")
+    routed.extractions.mark_seen(postgres, [("h", "pdf:1")], "now")
+    assert sqlite.sent[0][0].replace("?", "%s") == postgres.sent[0][0]
+    assert sqlite.sent[0][1] == postgres.sent[0][1] == [("now", "h", "pdf:1")]
+    assert dialect.is_both(extractions.mark_seen)
+
+
+def test_the_seam_imports_no_driver_and_no_store_module() -> None:
+    import ast
+    from pathlib import Path
+
+    for module in (dialect, routed):
+        tree = ast.parse(Path(module.__file__ or "").read_text())
+        imported = {
+            node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level
+        }
+        assert imported <= {"errors", "dialect"}, (module.__name__, imported)
+    assert "psycopg" not in sys.modules or "tansaku.store.postgres.backend" in sys.modules
