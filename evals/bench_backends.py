@@ -270,6 +270,7 @@ def seed_vectors(source: Any, target: Any) -> int:
     from datetime import UTC, datetime
 
     from tansaku.store import vectors as sqlite_vectors
+    from tansaku.store.backend import vectors as routed_vectors  # PostgreSQL's or both backends'
     from tansaku.store.backend import writing
     from tansaku.store.postgres import vectors as postgres_vectors
 
@@ -282,9 +283,9 @@ def seed_vectors(source: Any, target: Any) -> int:
     with writing(target.backend, "bench seed") as conn:
         for record in records:
             postgres_vectors.ensure_vec_table(conn, record.dims)
-            postgres_vectors.register_model(conn, record, datetime.now(UTC).isoformat())
+            routed_vectors.register_model(conn, record, datetime.now(UTC).isoformat())
             for text_sha, blob in rows[record.fingerprint]:
-                postgres_vectors.add_embedding(conn, record.fingerprint, record.dims, text_sha, blob)
+                routed_vectors.add_embedding(conn, record.fingerprint, record.dims, text_sha, blob)
     return sum(len(r) for r in rows.values())
 
 

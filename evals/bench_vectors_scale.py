@@ -87,6 +87,7 @@ def load_rows(url: str, total: int, dims: int, seed: int) -> tuple[float, Any]:
     import numpy as np
 
     from tansaku.store.backend import open_backend, writing
+    from tansaku.store.backend import vectors as routed_vectors  # PostgreSQL's or both backends'
     from tansaku.store.postgres import vectors as pg_vectors
     from tansaku.store.vectors import EmbedModelRecord
 
@@ -97,7 +98,7 @@ def load_rows(url: str, total: int, dims: int, seed: int) -> tuple[float, Any]:
     with writing(backend, "bench") as conn:
         pg_vectors.ensure_vec_table(conn, dims)
         record = EmbedModelRecord(FINGERPRINT, "/none", "synthetic", 0, 0, "plain", dims, 256)
-        pg_vectors.register_model(conn, record, "2026-01-01T00:00:00Z")
+        routed_vectors.register_model(conn, record, "2026-01-01T00:00:00Z")
         # The graph is built once the rows are in (as a first `embed` of a big corpus would
         # build it if it were created last), so the build time is measured alone.
         conn.execute(f"DROP INDEX {pg_vectors._index_name(dims, FINGERPRINT)}")

@@ -22,6 +22,7 @@ def test_vectors_copied_by_text_are_reused_by_embed_and_answer_alike(
     from tansaku.api import Tansaku
     from tansaku.store import vectors as sqlite_vectors
     from tansaku.store.backend import open_backend, writing
+    from tansaku.store.backend import vectors as routed_vectors  # PostgreSQL's or both backends'
     from tansaku.store.postgres import vectors as pg_vectors
 
     pg = ("--index", postgres_url)
@@ -38,9 +39,9 @@ def test_vectors_copied_by_text_are_reused_by_embed_and_answer_alike(
     assert {len(blob) for _, blob in rows} == {record.dims * 4}
     with writing(open_backend(postgres_url), "test") as conn:
         pg_vectors.ensure_vec_table(conn, record.dims)
-        pg_vectors.register_model(conn, record, "2026-01-01T00:00:00Z")
+        routed_vectors.register_model(conn, record, "2026-01-01T00:00:00Z")
         for text_sha, blob in rows:
-            pg_vectors.add_embedding(conn, record.fingerprint, record.dims, text_sha, blob)
+            routed_vectors.add_embedding(conn, record.fingerprint, record.dims, text_sha, blob)
 
     embedded = cli(*pg, "embed", "--json")
     assert embedded.exit_code == 0, embedded.stderr

@@ -123,6 +123,7 @@ def _synthetic_model(url: str, total: int, dims: int) -> tuple[str, object]:
     import numpy as np
 
     from tansaku.store.backend import open_backend, writing
+    from tansaku.store.backend import vectors as routed_vectors  # PostgreSQL's or both backends'
     from tansaku.store.postgres import vectors as pg_vectors
     from tansaku.store.vectors import EmbedModelRecord
 
@@ -132,7 +133,7 @@ def _synthetic_model(url: str, total: int, dims: int) -> tuple[str, object]:
     with writing(backend, "test") as conn:
         pg_vectors.ensure_vec_table(conn, dims)
         record = EmbedModelRecord(fingerprint, "/none", "synthetic", 0, 0, "plain", dims, 256)
-        pg_vectors.register_model(conn, record, "2026-01-01T00:00:00Z")
+        routed_vectors.register_model(conn, record, "2026-01-01T00:00:00Z")
         tables = {
             "documents (id, collection, path, hash, title, size, mtime_ns, line_count, indexed_at, fts_path,"
             " fts_title, fts_lengths, fts_tokens)": lambda i: (
