@@ -110,9 +110,7 @@ class LlmCache:
             with self._unit(write=True):
                 run_many(
                     self._conn,
-                    self._dialect.upsert(
-                        "llm_cache", ("kind", "key", "value", "created_at"), ("kind", "key")
-                    ),
+                    self._dialect.upsert("llm_cache", "kind, key, value, created_at", key="kind, key"),
                     list(rows.values()),
                 )
                 if kind in KEEP_NEWEST:
