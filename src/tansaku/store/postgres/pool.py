@@ -113,8 +113,7 @@ class ReaderPool:
         conn = self._wrapper(raw)
         self._local.conn = conn
         try:
-            self.backend._checked(conn)
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            self.backend.begin_read(conn)
             yield conn
         except psycopg.Error as exc:
             raise self.backend.translate(exc) from exc
