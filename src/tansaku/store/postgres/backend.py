@@ -22,6 +22,7 @@ from ...errors import (
     IndexUnreachable,
 )
 from ..db import LOCK_TIMEOUT_ENV, lock_timeout
+from .bm25_sql import DOCUMENT_POSTINGS
 from .migrations import SCHEMA_VERSION, current_version, migrate
 
 # pg_advisory locks are named by two int4s: tansaku's ("tnsk") and what it guards. Migration 6's
@@ -41,7 +42,8 @@ _BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 SOLE_COLLECTION = "sole collection"
 _BEGIN_READ = (
     f"{_BEGIN}; SELECT (SELECT version FROM tansaku_schema LIMIT 1),"
-    " (SELECT array_agg(name) FROM (SELECT name FROM collection_state LIMIT 2) AS c)"
+    " (SELECT array_agg(name) FROM (SELECT name FROM collection_state LIMIT 2) AS c),"
+    " (SELECT ARRAY[docs, tokens] FROM keyword_totals LIMIT 1)"
 )
 
 
@@ -202,16 +204,17 @@ class PostgresBackend:
 
     def begin_read(self, conn: PgConnection) -> None:
         """Open a read block's transaction on ``conn`` and check the schema in one round trip
-        (BEGIN, the schema's version and the collections' names: 4 round trips before, each 0.3
-        to 5 ms on a loaded machine). The version is read in the block's own snapshot; the names
-        answer documents.sole_collection, which every search asks. Where that statement fails
+        (BEGIN, the schema's version, the collections' names and the keyword totals: 4 round trips
+        before, each 0.3 to 5 ms on a loaded machine). The version is read in the block's own
+        snapshot; the names answer documents.sole_collection and the totals
+        bm25_sql.table_totals, which every search asks. Where that statement fails
         (no tansaku tables, or an old schema without them), the transaction is rolled back and
         the schema is checked statement by statement, which says what is wrong."""
         psycopg = _driver()
         try:
             cursor = conn.execute(_BEGIN_READ)
             cursor.nextset()  # the first result is BEGIN's
-            version, names = cursor.fetchone()
+            version, names, totals = cursor.fetchone()
         except psycopg.errors.UndefinedTable:
             conn.execute("ROLLBACK")
             self._checked(conn)  # raises IndexMissing or IndexSchemaMismatch
@@ -219,8 +222,11 @@ class PostgresBackend:
             return
         if version != SCHEMA_VERSION:
             self._checked(conn, 0 if version is None else int(version))
-        if conn.positions_cache is not None:
-            conn.positions_cache[SOLE_COLLECTION] = names[0] if names and len(names) == 1 else None
+        cache = conn.positions_cache
+        if cache is not None:
+            cache[SOLE_COLLECTION] = names[0] if names and len(names) == 1 else None
+            if totals is not None:  # bm25_sql.table_totals' (every scoring statement needs them)
+                cache[("totals", DOCUMENT_POSTINGS.name)] = int(totals[0]), int(totals[1])
 
     def _checked(self, conn: PgConnection, known: int | None = None) -> None:
         version = current_version(conn) if known is None else known

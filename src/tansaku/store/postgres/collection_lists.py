@@ -48,8 +48,12 @@ def snapshot(conn: Any, asked: Sequence[str] = ()) -> Snapshot:
         }
         found.contexts = {path: text for path, text in conn.execute("SELECT path, text FROM contexts")}
     if asked:
+        # One index probe per name (a DISTINCT over the matches read every document's entry:
+        # 2 to 12 ms a search at 10,000 files); ORDER BY ... LIMIT 1 makes it the index's.
         rows = conn.execute(
-            "SELECT DISTINCT collection FROM documents WHERE collection = ANY(%s)", (list(asked),)
+            "SELECT a.name FROM unnest(%s::text[]) AS a(name) WHERE EXISTS (SELECT FROM (SELECT 1"
+            " FROM documents WHERE collection = a.name ORDER BY collection, path LIMIT 1) AS d)",
+            (list(asked),),
         )
         found.holding = {name for (name,) in rows}
     return found
