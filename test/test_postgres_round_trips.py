@@ -103,3 +103,33 @@ def test_the_parts_read_together_are_those_read_one_at_a_time(indexed: str, inde
     assert frequencies == {e: sqlite_store.phrase_frequency(sqlite, e) for e in HARD}
     assert sum(map(len, bm25)) > 20
     sqlite.close()
+
+
+def test_a_search_connects_once(indexed: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collection list is read on a connection that the search's read block then takes."""
+    connects: list[int] = []
+    connect = PostgresBackend._connect
+
+    def counted(self: PostgresBackend) -> Any:
+        connects.append(1)
+        return connect(self)
+
+    monkeypatch.setattr(PostgresBackend, "_connect", counted)
+    api = Tansaku(indexed)
+    assert _top(api, SHORT)
+    assert len(connects) == 1
+    assert _top(api, SHORT)
+    assert len(connects) == 2  # one per search: a read block's connection is not kept
+
+
+def test_a_handed_connection_the_server_closed_is_replaced(indexed: str) -> None:
+    import psycopg
+
+    backend = PostgresBackend(indexed)
+    with backend.unchecked() as conn:
+        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    with psycopg.connect(indexed, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with backend.reading() as conn:
+        assert conn.execute("SELECT pg_backend_pid()").fetchone()[0] != pid
+        assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] > 0

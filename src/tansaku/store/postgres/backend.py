@@ -7,7 +7,9 @@ psycopg 3 is imported here and only here, on the first use of a postgresql URL.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
+import weakref
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -38,6 +40,7 @@ COLLECTION_SPACE = 0x746E7363
 CONNECT_TIMEOUT = 10  # seconds; libpq's default is to wait forever for a server that does not answer
 _POLL = 0.05
 _BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+HANDOVER_SECONDS = 5.0
 # documents.sole_collection's key in a read block's cache: answered by _BEGIN_READ.
 SOLE_COLLECTION = "sole collection"
 _BEGIN_READ = (
@@ -137,6 +140,12 @@ class PgConnection:
         self.raw.close()
 
 
+def _close_all(connections: list[Any]) -> None:
+    while connections:
+        with contextlib.suppress(Exception):
+            connections.pop().close()
+
+
 class PostgresBackend:
     kind = "postgresql"
 
@@ -144,6 +153,13 @@ class PostgresBackend:
         self.url = url
         self.location = without_password(url)
         self.schema_version = SCHEMA_VERSION
+        # The connection an ``unchecked`` block ended with, for the next ``reading`` to take
+        # (HANDOVER_SECONDS at most): a command reads its collection list, then searches, and
+        # connecting is 3.5 ms of a search's 30. Closed with the backend (or at exit) if untaken.
+        self._handed: list[Any] = []
+        self._handed_at = 0.0
+        self._handing = threading.Lock()
+        weakref.finalize(self, _close_all, self._handed)
 
     @property
     def database_error(self) -> type[BaseException]:
@@ -247,24 +263,58 @@ class PostgresBackend:
     @contextlib.contextmanager
     def unchecked(self) -> Iterator[PgConnection]:
         """An autocommit connection that does not insist on the current schema: for what a command
-        reads before it knows whether it will upgrade the index (its collection list)."""
+        reads before it knows whether it will upgrade the index (its collection list). Ended
+        without an error, its connection is handed to the next ``reading`` (within
+        HANDOVER_SECONDS), which would otherwise connect again."""
         psycopg = _driver()
         conn = PgConnection(self._connect(), reader=True)
+        ended = False
         try:
             yield conn
+            ended = True
         except psycopg.Error as exc:
             raise self.translate(exc) from exc
         finally:
-            conn.close()
+            if ended and not conn.raw.closed and not conn.in_transaction:
+                self._hand_over(conn.raw)
+            else:
+                conn.close()
+
+    def _hand_over(self, raw: Any) -> None:
+        with self._handing:
+            _close_all(self._handed)  # the one before, untaken
+            self._handed.append(raw)
+            self._handed_at = time.monotonic()
+
+    def _handed_connection(self) -> Any:
+        """The connection ``unchecked`` handed over, if recent and idle; else None."""
+        with self._handing:
+            if not self._handed:
+                return None
+            raw = self._handed.pop()
+            fresh = time.monotonic() - self._handed_at < HANDOVER_SECONDS
+        if fresh and not raw.closed and raw.info.transaction_status == 0:  # IDLE
+            return raw
+        with contextlib.suppress(Exception):
+            raw.close()
+        return None
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[PgConnection]:
         """A read-only snapshot for one block: every statement in it sees one state of the index,
         and it never waits for a writer (MVCC)."""
         psycopg = _driver()
-        conn = PgConnection(self._connect(), reader=True)
+        handed = self._handed_connection()
+        conn = PgConnection(handed or self._connect(), reader=True)
         try:
-            self.begin_read(conn)
+            try:
+                self.begin_read(conn)
+            except psycopg.OperationalError:
+                if handed is None:
+                    raise
+                conn.close()  # the server closed it meanwhile (a restart): a new one
+                conn = PgConnection(self._connect(), reader=True)
+                self.begin_read(conn)
             yield conn
         except psycopg.Error as exc:
             raise self.translate(exc) from exc
