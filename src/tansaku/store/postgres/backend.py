@@ -114,6 +114,7 @@ class PgConnection:
         self.keyword_rows: Any = None
         self.before_commit: list[Callable[[], None]] = []
         self.vector_types = False  # pgvector's type registered (vectors.load_extension)
+        self.schema_current = False  # in a read block that found the schema current (begin_read)
         # A collection's writer (write_lock): other writers may run beside it, so its prunes wait
         # for COMMIT and run only if it is alone then (PostgresBackend._prune_if_alone).
         self.shared_writer = False
@@ -238,6 +239,7 @@ class PostgresBackend:
             return
         if version != SCHEMA_VERSION:
             self._checked(conn, 0 if version is None else int(version))
+        conn.schema_current = True
         cache = conn.positions_cache
         if cache is not None:
             cache[SOLE_COLLECTION] = names[0] if names and len(names) == 1 else None

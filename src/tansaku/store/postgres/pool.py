@@ -99,6 +99,7 @@ class ReaderPool:
         if conn is None:
             conn = self._wrappers[raw] = PgConnection(raw, reader=True)
         conn.positions_cache = {}  # what one block read is not true of the next one
+        conn.schema_current = False
         return conn
 
     @contextlib.contextmanager
