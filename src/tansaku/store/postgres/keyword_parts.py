@@ -61,7 +61,8 @@ def parts(
     for k, (expression, (_, weights)) in enumerate(zip(parsed, scored, strict=True)):
         counts = bm25_sql.phrase_frequencies(conn, DOCUMENT_POSTINGS, expression.phrases, cache)
         idfs = [bm25_sql.idf(totals[0], n) for n in counts]
-        part = bm25_sql.ranked(DOCUMENT_POSTINGS, expression, weights, restrict, idfs, totals)
+        # join=False: the postings carry the lengths, and ``restrict`` holds documents only.
+        part = bm25_sql.ranked(DOCUMENT_POSTINGS, expression, weights, restrict, idfs, totals, join=False)
         sql.add(" UNION ALL " if k else "").add(f"SELECT {k} AS k, q{k}.id, q{k}.score FROM (")
         sql.extend(part).add(f") AS q{k}")
     for j, expression_text in enumerate(present, start=len(scored)):
