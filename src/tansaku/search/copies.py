@@ -38,6 +38,7 @@ class Distinct:
     kept: list[int] = field(default_factory=list)
     hidden: int = 0
     languages: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    docs: dict[int, StoredDocument] = field(default_factory=dict)  # the documents read, by id
 
 
 def first_copies(conn: Any, doc_ids: Sequence[int], limit: int | None) -> Distinct:
@@ -48,7 +49,7 @@ def first_copies(conn: Any, doc_ids: Sequence[int], limit: int | None) -> Distin
     kept = found.kept
     seen: set[str] = set()
     pages: dict[tuple[str, str], int] = {}  # (collection, path without its language) -> kept id
-    docs: dict[int, StoredDocument] = {}
+    docs = found.docs
     step = _BATCH_ALL if limit is None else max(_BATCH, 2 * limit)
     start = 0
     while start < len(doc_ids) and (limit is None or len(kept) < limit):

@@ -12,6 +12,7 @@ from typing import Any
 from .. import limits
 from ..errors import EmptyQuery
 from ..store.backend import documents as store
+from ..store.documents import StoredDocument
 from ..store.fields import DocumentFilter
 from ..text.cjk import has_cjk
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
@@ -226,7 +227,8 @@ def search(
         scored = [scored[i] for i in distinct.kept[: options.limit]]
     elif options.limit is not None:
         scored = scored[: options.limit]
-    hits = _hits(conn, scored, clauses, n_clauses, contexts, options, {c.name: c for c in collections})
+    read = {} if options.all_copies else distinct.docs
+    hits = _hits(conn, scored, clauses, n_clauses, contexts, options, {c.name: c for c in collections}, read)
     if not options.all_copies:
         hits = with_languages(hits, [item.doc_id for item in scored], distinct.languages)
     definers = tuple(hit.virtual_path for hit, item in zip(hits, scored, strict=True) if item.defines)
@@ -342,8 +344,14 @@ def _hits(
     contexts: Mapping[str, str],
     options: SearchOptions,
     collections: Mapping[str, Collection],
+    read: Mapping[int, StoredDocument] | None = None,
 ) -> list[Hit]:
-    docs = store.documents_by_ids(conn, [item.doc_id for item in scored])
+    """``read``: documents read already (first_copies'), not asked for again (a round trip on
+    PostgreSQL)."""
+    known = read or {}
+    missing = [item.doc_id for item in scored if item.doc_id not in known]
+    found = store.documents_by_ids(conn, missing) if missing else {}
+    docs = {item.doc_id: known.get(item.doc_id) or found[item.doc_id] for item in scored}
     wanted = options.snippets or options.full
     texts = store.bodies(conn, [doc.hash for doc in docs.values()]) if wanted else {}
     pages = page_starts(conn, docs.values())

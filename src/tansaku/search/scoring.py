@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..store.backend import POSTGRES, backend_of
 from ..store.backend import documents as store
 from .file_kinds import path_weight
 from .query import ParsedQuery, Term, fts_adjacent, fts_term, parse_query
@@ -110,6 +111,39 @@ class _Parts:
             factor = term_idf(self.n_docs, df) / fts_idf(self.n_docs, df)
             self._bm25[(expression, tuple(weights))] = {d: abs(v) * factor for d, v in raw.items()}
 
+    def prepare(self, asked: Sequence[tuple[str, Sequence[float], str]], complete: set[int]) -> None:
+        """Read at once what rescore's loop will ask (``asked``: its expressions with their weights
+        and role, see :func:`_asked`), where each question is a round trip (PostgreSQL: two
+        statements instead of up to three a term); the loop then finds the answers here. SQLite
+        answers each in-process, and is asked as the loop goes."""
+        if backend_of(self.conn) != POSTGRES or not asked:
+            return
+        from ..store.postgres import keyword_parts
+
+        fresh = [expression for expression, _, _ in asked if expression not in self._df]
+        if fresh:
+            self._df.update(keyword_parts.frequencies(self.conn, fresh))
+        scored: dict[tuple[str, tuple[float, ...]], None] = {}
+        present: dict[str, None] = {}
+        for expression, weights, role in asked:
+            df = self._df[expression]
+            if role != "bm25" and df > COMMON_MATCHES:
+                continue  # not read (see _floor_correction and rescore)
+            wants_bm25 = role != "floor" or (df and fts_idf(self.n_docs, df) < term_idf(self.n_docs, df))
+            if wants_bm25:
+                if df and not self.common(expression) and (expression, tuple(weights)) not in self._bm25:
+                    scored[(expression, tuple(weights))] = None
+            elif len(complete) != len(self.ids) and expression not in self._present:
+                present[expression] = None
+        if not scored and not present:
+            return
+        raws, holding = keyword_parts.parts(self.conn, list(scored), list(present), self.ids)
+        for (expression, weights), raw in zip(scored, raws, strict=True):
+            df = self._df[expression]
+            factor = term_idf(self.n_docs, df) / fts_idf(self.n_docs, df)
+            self._bm25[(expression, weights)] = {doc_id: abs(value) * factor for doc_id, value in raw.items()}
+        self._present.update(zip(present, holding, strict=True))
+
     def present(self, expression: str) -> set[int] | None:
         """The candidates that contain the expression; None for a common one (assumed in all)."""
         if self.common(expression):
@@ -153,6 +187,7 @@ def rescore(
         parts.seed(fts_term(parsed.terms[0]), NAME_WEIGHTS, candidates)
     required = set(clauses.positive)
     prose = not names
+    parts.prepare(_asked(parsed, required, names), complete)
     sums = {doc_id: abs(raw) for doc_id, raw in candidates.items()} if prose else dict.fromkeys(ids, 0.0)
     shares: dict[Term, dict[int, float]] = {}
     definers: set[int] = set()
@@ -204,6 +239,29 @@ def rescore(
         for doc_id in ids
     ]
     return scored, absent
+
+
+def _asked(
+    parsed: ParsedQuery, required: set[Term], names: set[Term]
+) -> list[tuple[str, Sequence[float], str]]:
+    """What rescore's loop asks of ``_Parts`` for each term, in its order: (expression, weights,
+    role): "floor" for a required term of a query without names (_floor_correction), "optional"
+    for a term not required (read unless frequent), "bm25" for the others and an identifier's
+    parts in order."""
+    asked: list[tuple[str, Sequence[float], str]] = []
+    for term in parsed.positive:
+        weights = NAME_WEIGHTS if term in names else PROSE_WEIGHTS
+        for atom in term.atoms:
+            if not names and term in required:
+                role = "floor"
+            elif term not in required:
+                role = "optional"
+            else:
+                role = "bm25"
+            asked.append((fts_term(atom), weights, role))
+        if term.kind == "ident":
+            asked.append((fts_adjacent(term), weights, "bm25"))
+    return asked
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ psycopg 3 is imported here and only here, on the first use of a postgresql URL.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
+import weakref
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,6 +24,7 @@ from ...errors import (
     IndexUnreachable,
 )
 from ..db import LOCK_TIMEOUT_ENV, lock_timeout
+from .bm25_sql import DOCUMENT_POSTINGS
 from .migrations import SCHEMA_VERSION, current_version, migrate
 
 # pg_advisory locks are named by two int4s: tansaku's ("tnsk") and what it guards. Migration 6's
@@ -36,6 +39,15 @@ COMMAND_LOCKS = {"embed": 3}
 COLLECTION_SPACE = 0x746E7363
 CONNECT_TIMEOUT = 10  # seconds; libpq's default is to wait forever for a server that does not answer
 _POLL = 0.05
+_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+HANDOVER_SECONDS = 5.0
+# documents.sole_collection's key in a read block's cache: answered by _BEGIN_READ.
+SOLE_COLLECTION = "sole collection"
+_BEGIN_READ = (
+    f"{_BEGIN}; SELECT (SELECT version FROM tansaku_schema LIMIT 1),"
+    " (SELECT array_agg(name) FROM (SELECT name FROM collection_state LIMIT 2) AS c),"
+    " (SELECT ARRAY[docs, tokens] FROM keyword_totals LIMIT 1)"
+)
 
 
 def collection_lock(name: str) -> tuple[int, int]:
@@ -63,15 +75,21 @@ def without_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
 
 
+# A long query's aggregate over its words' entries (a row per matching document: 91,199 for seven
+# words at 100,000 files) spilled to disk at the default 4 MB: 16 MB were needed, its CTE too.
+WORK_MEM = "32MB"
+
+
 def session_options(url: str) -> str:
-    """libpq's ``options`` for every connection: the URL's own, then no parallel workers. A
+    """libpq's ``options`` for every connection: WORK_MEM for each sort and hash (the URL's own
+    ``-c work_mem=`` comes after it, and wins), the URL's options, then no parallel workers. A
     search's statements read a few thousand packed postings; on a shared server, starting workers
     for them cost more than they saved (a Gather Merge of 3 workers took 60 of a statement's
     130 ms at 10,000 files), and concurrent searches are the parallelism a team server needs."""
     from psycopg.conninfo import conninfo_to_dict
 
     given = str(conninfo_to_dict(url).get("options") or "")
-    return (given + " -c max_parallel_workers_per_gather=0").strip()
+    return (f"-c work_mem={WORK_MEM} " + given + " -c max_parallel_workers_per_gather=0").strip()
 
 
 def password_apart(url: str) -> tuple[str, str | None]:
@@ -102,6 +120,7 @@ class PgConnection:
         self.keyword_rows: Any = None
         self.before_commit: list[Callable[[], None]] = []
         self.vector_types = False  # pgvector's type registered (vectors.load_extension)
+        self.schema_current = False  # in a read block that found the schema current (begin_read)
         # A collection's writer (write_lock): other writers may run beside it, so its prunes wait
         # for COMMIT and run only if it is alone then (PostgresBackend._prune_if_alone).
         self.shared_writer = False
@@ -128,6 +147,12 @@ class PgConnection:
         self.raw.close()
 
 
+def _close_all(connections: list[Any]) -> None:
+    while connections:
+        with contextlib.suppress(Exception):
+            connections.pop().close()
+
+
 class PostgresBackend:
     kind = "postgresql"
 
@@ -135,6 +160,13 @@ class PostgresBackend:
         self.url = url
         self.location = without_password(url)
         self.schema_version = SCHEMA_VERSION
+        # The connection an ``unchecked`` block ended with, for the next ``reading`` to take
+        # (HANDOVER_SECONDS at most): a command reads its collection list, then searches, and
+        # connecting is 3.5 ms of a search's 30. Closed with the backend (or at exit) if untaken.
+        self._handed: list[Any] = []
+        self._handed_at = 0.0
+        self._handing = threading.Lock()
+        weakref.finalize(self, _close_all, self._handed)
 
     @property
     def database_error(self) -> type[BaseException]:
@@ -193,8 +225,35 @@ class PostgresBackend:
             sorted(trips)[len(trips) // 2],
         )
 
-    def _checked(self, conn: PgConnection) -> None:
-        version = current_version(conn)
+    def begin_read(self, conn: PgConnection) -> None:
+        """Open a read block's transaction on ``conn`` and check the schema in one round trip
+        (BEGIN, the schema's version, the collections' names and the keyword totals: 4 round trips
+        before, each 0.3 to 5 ms on a loaded machine). The version is read in the block's own
+        snapshot; the names answer documents.sole_collection and the totals
+        bm25_sql.table_totals, which every search asks. Where that statement fails
+        (no tansaku tables, or an old schema without them), the transaction is rolled back and
+        the schema is checked statement by statement, which says what is wrong."""
+        psycopg = _driver()
+        try:
+            cursor = conn.execute(_BEGIN_READ)
+            cursor.nextset()  # the first result is BEGIN's
+            version, names, totals = cursor.fetchone()
+        except psycopg.errors.UndefinedTable:
+            conn.execute("ROLLBACK")
+            self._checked(conn)  # raises IndexMissing or IndexSchemaMismatch
+            conn.execute(_BEGIN)  # (a schema made meanwhile)
+            return
+        if version != SCHEMA_VERSION:
+            self._checked(conn, 0 if version is None else int(version))
+        conn.schema_current = True
+        cache = conn.positions_cache
+        if cache is not None:
+            cache[SOLE_COLLECTION] = names[0] if names and len(names) == 1 else None
+            if totals is not None:  # bm25_sql.table_totals' (every scoring statement needs them)
+                cache[("totals", DOCUMENT_POSTINGS.name)] = int(totals[0]), int(totals[1])
+
+    def _checked(self, conn: PgConnection, known: int | None = None) -> None:
+        version = current_version(conn) if known is None else known
         if version is None:
             raise IndexMissing(
                 f"no tansaku index in {self.location}",
@@ -212,33 +271,63 @@ class PostgresBackend:
     @contextlib.contextmanager
     def unchecked(self) -> Iterator[PgConnection]:
         """An autocommit connection that does not insist on the current schema: for what a command
-        reads before it knows whether it will upgrade the index (its collection list)."""
+        reads before it knows whether it will upgrade the index (its collection list). Ended
+        without an error, its connection is handed to the next ``reading`` (within
+        HANDOVER_SECONDS), which would otherwise connect again."""
         psycopg = _driver()
         conn = PgConnection(self._connect(), reader=True)
+        ended = False
         try:
             yield conn
+            ended = True
         except psycopg.Error as exc:
             raise self.translate(exc) from exc
         finally:
-            conn.close()
+            if ended and not conn.raw.closed and not conn.in_transaction:
+                self._hand_over(conn.raw)
+            else:
+                conn.close()
+
+    def _hand_over(self, raw: Any) -> None:
+        with self._handing:
+            _close_all(self._handed)  # the one before, untaken
+            self._handed.append(raw)
+            self._handed_at = time.monotonic()
+
+    def _handed_connection(self) -> Any:
+        """The connection ``unchecked`` handed over, if recent and idle; else None."""
+        with self._handing:
+            if not self._handed:
+                return None
+            raw = self._handed.pop()
+            fresh = time.monotonic() - self._handed_at < HANDOVER_SECONDS
+        if fresh and not raw.closed and raw.info.transaction_status == 0:  # IDLE
+            return raw
+        with contextlib.suppress(Exception):
+            raw.close()
+        return None
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[PgConnection]:
         """A read-only snapshot for one block: every statement in it sees one state of the index,
         and it never waits for a writer (MVCC)."""
         psycopg = _driver()
-        conn = PgConnection(self._connect(), reader=True)
+        handed = self._handed_connection()
+        conn = PgConnection(handed or self._connect(), reader=True)
         try:
-            self._checked(conn)
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                self.begin_read(conn)
+            except psycopg.OperationalError:
+                if handed is None:
+                    raise
+                conn.close()  # the server closed it meanwhile (a restart): a new one
+                conn = PgConnection(self._connect(), reader=True)
+                self.begin_read(conn)
             yield conn
         except psycopg.Error as exc:
             raise self.translate(exc) from exc
         finally:
-            with contextlib.suppress(psycopg.Error):
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            conn.close()
+            conn.close()  # ends the transaction (no ROLLBACK's round trip first: nothing written)
 
     def open_write(self) -> PgConnection:
         psycopg = _driver()

@@ -388,11 +388,13 @@ def _counted(table: PostingsTable, phrase: Phrase, known: int | None, restrict: 
     """SQL of how many rows of the whole table the phrase occurs in."""
     if known is not None:
         return Sql().add(str(int(known)))
-    if restrict is None:
-        return Sql().add(f"(SELECT count(f{phrase.number}) FROM h)")  # h holds every row it is in
     if table.term_stats is not None and _one_word(phrase):
+        # Before counting ``h``: a count over h's rows per word (each an InitPlan over all of them,
+        # h spilled to disk) was 190 of a seven-word query's 541 ms at 100,000 files.
         df = f"coalesce((SELECT df FROM {table.term_stats} WHERE term = %s), 0)"
         return Sql().add(df, phrase.tokens[0])
+    if restrict is None:
+        return Sql().add(f"(SELECT count(f{phrase.number}) FROM h)")  # h holds every row it is in
     return Sql().add("(SELECT count(*) FROM (").extend(phrase_rows(table, phrase, (), None)).add(") AS p)")
 
 
@@ -495,8 +497,32 @@ def run_ranked(
     return [tuple(row) for row in conn.execute(sql.sql, sql.params)]
 
 
+def _plain_words(table: PostingsTable, expression: Expression) -> list[str] | None:
+    """The words of an expression that is one word or an OR of words (no prefix, no column
+    filter), over packed postings; else None."""
+    root = expression.root
+    phrases = root.children if isinstance(root, Or) else [root]
+    if not table.packed or not all(isinstance(p, Phrase) and _one_word(p) for p in phrases):
+        return None
+    return sorted({p.tokens[0] for p in phrases if isinstance(p, Phrase)})
+
+
 def matching(table: PostingsTable, expression: Expression, restrict: Sequence[int] | None) -> Sql:
     """``SELECT id FROM ... WHERE ...``: the rows the expression matches (among ``restrict``)."""
+    words = _plain_words(table, expression)
+    if words is not None:
+        # A row matches an OR of words where it has an entry of one of them: only the blocks'
+        # ``docs`` are read, and no frequency is summed (a long query's count of its OR: 450 ms
+        # at 100,000 files with the sums, one FILTER per word).
+        sql = Sql().add(
+            f"SELECT DISTINCT u.d::bigint AS id FROM {table.name} AS p, unnest(p.docs) AS u(d)"
+            " WHERE p.term = ANY(%s::text[])",
+            words,
+        )
+        if restrict is not None:
+            ids = list(restrict)
+            sql.add(" AND p.docs && %s::integer[] AND u.d = ANY(%s::integer[])", ids, ids)
+        return sql
     return (
         Sql()
         .add("SELECT h.id AS id FROM (")

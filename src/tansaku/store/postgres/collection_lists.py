@@ -34,9 +34,42 @@ class Snapshot:
         return self.version is not None and self.version >= LISTS_VERSION
 
 
+# Every search reads the list first: the version, the lists and the names asked for in one
+# statement (five round trips before). An index before LISTS_VERSION, or none, fails it: then
+# statement by statement below.
+_AT_ONCE = (
+    "SELECT (SELECT version FROM tansaku_schema LIMIT 1),"
+    " (SELECT coalesce(json_agg(json_build_array(name, entry) ORDER BY name), '[]') FROM collections),"
+    " (SELECT coalesce(json_agg(json_build_array(path, text)), '[]') FROM contexts),"
+    " ARRAY(SELECT a.name FROM unnest(%s::text[]) AS a(name) WHERE EXISTS (SELECT FROM (SELECT 1"
+    " FROM documents WHERE collection = a.name ORDER BY collection, path LIMIT 1) AS d))"
+)
+
+
+def _at_once(conn: Any, asked: Sequence[str]) -> Snapshot | None:
+    import psycopg
+
+    if conn.in_transaction and not getattr(conn, "schema_current", False):
+        return None  # a failed statement would end the caller's transaction
+    try:
+        version, collections, contexts, holding = conn.execute(_AT_ONCE, (list(asked),)).fetchone()
+    except psycopg.errors.UndefinedTable:
+        return None
+    found = Snapshot(0 if version is None else int(version))
+    if not found.has_lists:
+        return None
+    found.collections = {name: entry for name, entry in collections}
+    found.contexts = {path: text for path, text in contexts}
+    found.holding = set(holding) if asked else set()
+    return found
+
+
 def snapshot(conn: Any, asked: Sequence[str] = ()) -> Snapshot:
     """The list, read on a connection that does not insist on the current schema (an index of an
     older version still answers what it holds; `update` upgrades it)."""
+    fast = _at_once(conn, asked)
+    if fast is not None:
+        return fast
     version = current_version(conn)
     if version is None:
         return Snapshot(None)
@@ -48,8 +81,12 @@ def snapshot(conn: Any, asked: Sequence[str] = ()) -> Snapshot:
         }
         found.contexts = {path: text for path, text in conn.execute("SELECT path, text FROM contexts")}
     if asked:
+        # One index probe per name (a DISTINCT over the matches read every document's entry:
+        # 2 to 12 ms a search at 10,000 files); ORDER BY ... LIMIT 1 makes it the index's.
         rows = conn.execute(
-            "SELECT DISTINCT collection FROM documents WHERE collection = ANY(%s)", (list(asked),)
+            "SELECT a.name FROM unnest(%s::text[]) AS a(name) WHERE EXISTS (SELECT FROM (SELECT 1"
+            " FROM documents WHERE collection = a.name ORDER BY collection, path LIMIT 1) AS d)",
+            (list(asked),),
         )
         found.holding = {name for (name,) in rows}
     return found

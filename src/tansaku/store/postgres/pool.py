@@ -99,6 +99,7 @@ class ReaderPool:
         if conn is None:
             conn = self._wrappers[raw] = PgConnection(raw, reader=True)
         conn.positions_cache = {}  # what one block read is not true of the next one
+        conn.schema_current = False
         return conn
 
     @contextlib.contextmanager
@@ -113,8 +114,7 @@ class ReaderPool:
         conn = self._wrapper(raw)
         self._local.conn = conn
         try:
-            self.backend._checked(conn)
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            self.backend.begin_read(conn)
             yield conn
         except psycopg.Error as exc:
             raise self.backend.translate(exc) from exc
