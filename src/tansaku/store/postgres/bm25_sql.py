@@ -177,14 +177,35 @@ _POSITIONS = (
 )
 
 
-def _packed_filters(alias: str, entry: str, phrase: Phrase, restrict: Sequence[int] | None) -> Sql:
+def _packed_filters(
+    alias: str, entry: str, phrase: Phrase, restrict: Sequence[int] | None, blocks: bool = True
+) -> Sql:
+    """The phrase's column filter and ``restrict`` on its entries; ``blocks``: skip the blocks
+    holding none of ``restrict`` first (``docs && ids``: worth it only before the positions are
+    read, see :func:`_restricted`)."""
     sql = Sql()
     if phrase.columns is not None:
         sql.add(f" AND {entry}.c = ANY(%s::smallint[])", sorted(phrase.columns))
     if restrict is not None:
-        ids = list(restrict)
-        sql.add(f" AND {alias}.docs && %s::integer[] AND {entry}.d = ANY(%s::integer[])", ids, ids)
+        sql.extend(_restricted(alias, entry, restrict, blocks))
     return sql
+
+
+_FEW = 16
+
+
+def _restricted(alias: str, entry: str, restrict: Sequence[int], blocks: bool) -> Sql:
+    """`` AND`` the entry's row is one of ``restrict``. The blocks' ``docs && ids`` compares every
+    pair of their elements (a block's hundreds of documents with each of the ids): where only the
+    arrays of docs, columns, counts and lengths are unnested, unnesting every block and keeping
+    the entries of ``restrict`` (a hashed ``= ANY``) is cheaper (a rescoring's 200 candidates over
+    a five-word OR at 100,000 files: 38 → 19 ms); before ``tansaku_entries`` reads a block's
+    positions, the blocks are skipped first, and so are they for a few ids (at most ``_FEW``:
+    comparing them costs less than unnesting a block)."""
+    ids = list(restrict)
+    if blocks or len(ids) <= _FEW:
+        return Sql().add(f" AND {alias}.docs && %s::integer[] AND {entry}.d = ANY(%s::integer[])", ids, ids)
+    return Sql().add(f" AND {entry}.d = ANY(%s::integer[])", ids)
 
 
 def _packed_phrase_rows(
@@ -203,7 +224,7 @@ def _packed_phrase_rows(
             list(weights),
         )
         sql.extend(_term(table, "u", phrase.tokens[0], phrase.prefix))
-        sql.extend(_packed_filters("u", "u", phrase, restrict))
+        sql.extend(_packed_filters("u", "u", phrase, restrict, blocks=False))
         return sql.add(" GROUP BY u.d")
 
     def entries(i: int) -> Sql:
@@ -302,8 +323,7 @@ def _words_at_once(
         sql.add(" OR (").extend(_term(table, "u", prefix, True)).add(")")
     sql.add(")")
     if restrict is not None:
-        ids = list(restrict)
-        sql.add(" AND u.docs && %s::integer[] AND u.d = ANY(%s::integer[])", ids, ids)
+        sql.extend(_restricted("u", "u", restrict, blocks=False))
     sql.extend(_rarest(table, expression, phrases))
     return sql.add(" GROUP BY u.d")
 
@@ -561,8 +581,7 @@ def matching(table: PostingsTable, expression: Expression, restrict: Sequence[in
             words,
         )
         if restrict is not None:
-            ids = list(restrict)
-            sql.add(" AND u.docs && %s::integer[] AND u.d = ANY(%s::integer[])", ids, ids)
+            sql.extend(_restricted("u", "u", restrict, blocks=False))
         return sql
     return (
         Sql()
