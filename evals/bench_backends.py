@@ -308,9 +308,9 @@ def index_transcripts(url: str, work: Path) -> dict[str, Any]:
     os.environ["TANSAKU_CONFIG_DIR"] = str(work / "transcripts-config")
     os.environ["TANSAKU_INDEX_PATH"] = str(work / "transcripts.sqlite")
     sqlite, postgres = Tansaku(), Tansaku(url)
-    for kind in ("claude", "codex"):
+    for kind in ("claude", "codex"):  # each index has its own collection list
         sqlite.add_transcript_collection(kind, str(TRANSCRIPTS / kind), name=kind)
-    postgres.update()  # the config is shared: the collections are registered already
+        postgres.add_transcript_collection(kind, str(TRANSCRIPTS / kind), name=kind)
     return {"corpus": "transcripts", "files": sum(1 for p in TRANSCRIPTS.rglob("*.jsonl"))}
 
 
@@ -507,7 +507,8 @@ def measure_transcripts(url: str, work: Path, sessions: int, messages: int) -> d
         sqlite.add_transcript_collection(kind, str(root / kind))
     report["cold_update_s"] = {"sqlite": time.perf_counter() - started, "load": load()}
     started = time.perf_counter()
-    postgres.update()  # the config is shared: the collections are registered already
+    for kind in ("claude", "codex"):  # each index has its own collection list
+        postgres.add_transcript_collection(kind, str(root / kind))
     report["cold_update_s"]["postgresql"] = time.perf_counter() - started
     report["appended_lines"] = corpus_transcripts.append(root, sessions, 0.01)
     report["append_update_s"] = {"load": load()}
