@@ -18,7 +18,7 @@ from . import bm25_sql
 from .bm25_sql import DOCUMENT_POSTINGS
 from .db import deferred
 from .expression import Expression, Phrase, parse
-from .tokens import column_tokens
+from .tokens import Batch, column_tokens
 
 _COLUMNS = "id, collection, path, hash, title, size, mtime_ns, line_count, repaired, indexed_at"
 # The highest code point: ``prefix <= term < prefix + _LAST`` is every term that starts with prefix.
@@ -150,19 +150,23 @@ class _KeywordRows:
     Flushed when large, before a document's rows are read back, and before COMMIT
     (PgConnection.before_commit).
 
+    A batch's documents are tokenized into an in-memory FTS5 table (tokens.Batch), whose index
+    gives the block's rows already grouped by term and sorted: no loop over every token in Python.
+
     Frequencies and totals are kept per collection (migration 6; the views ``term_stats`` and
     ``keyword_totals`` sum them), so writers of two collections never touch one row. A removed
     document's postings are taken out of its block's rows at the next flush, all of a block's
     removed documents in one statement (that rewrites the block's rows of their terms)."""
 
-    ENTRIES = 400_000  # (term, document, column) entries of a batch: its block's size
+    # Tokens of a batch: its block's size (about 400,000 (term, document, column) entries on
+    # Markdown, the size blocks had when a batch was counted in entries).
+    TOKENS = 1_000_000
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
-        # term: (doc, column, positions, the document's tokens)
-        self.terms: dict[str, list[tuple[int, int, list[int], int]]] = {}
-        self.entries = 0
-        self.docs: set[int] = set()
+        self.tokenized = Batch()
+        self.tokens = 0
+        self.docs: dict[int, str] = {}  # document: its collection
         self.block: int | None = None  # this batch's block, taken when its first document comes
         self.gone: dict[int, dict[int, str]] = {}  # block: {removed document: its collection}
         self.df: Counter[tuple[str, str]] = Counter()  # (term, collection): net change
@@ -173,16 +177,17 @@ class _KeywordRows:
             self.block = int(self.conn.execute("SELECT nextval('posting_blocks')").fetchone()[0])
         return self.block
 
-    def add(
-        self, doc_id: int, collection: str, places: dict[tuple[str, int], list[int]], tokens: int
-    ) -> None:
-        for (term, column), at in places.items():
-            self.terms.setdefault(term, []).append((doc_id, column, at, tokens))
-        self.entries += len(places)
-        self.docs.add(doc_id)
-        self.df.update({(term, collection) for term, _ in places})
+    def tokenize(self, fts: FtsText) -> tuple[int, list[int]]:
+        """A document's keyword columns into the batch: its number there and column lengths
+        (``add`` names it once it has its id)."""
+        return self.tokenized.add(_columns(fts))
+
+    def add(self, local: int, doc_id: int, collection: str, tokens: int) -> None:
+        self.tokenized.name(local, doc_id, tokens)
+        self.tokens += tokens
+        self.docs[doc_id] = collection
         self._count(collection, 1, tokens)
-        if self.entries >= self.ENTRIES:
+        if self.tokens >= self.TOKENS:
             self.flush()
 
     def remove(self, doc_id: int, block: int, collection: str, tokens: int) -> None:
@@ -211,29 +216,29 @@ class _KeywordRows:
             self.conn.execute("DELETE FROM postings WHERE block = %s AND cardinality(docs) = 0", (block,))
         self.gone = {}
 
+    def _copy(self) -> None:
+        """The batch's postings into its block, one row per term, in one COPY."""
+        block = self.block_id()
+        collections = set(self.docs.values())
+        sole = next(iter(collections)) if len(collections) == 1 else None
+        df = self.df
+        with self.conn.copy(
+            "COPY postings (term, block, docs, cols, counts, lens, positions) FROM STDIN"
+        ) as copy:
+            for term, docs, cols, counts, lens, positions, documents in self.tokenized.rows():
+                # Array literals: COPY's text format parses them (psycopg's dumping of lists of
+                # ints cost more than the rest of the row).
+                arrays = (f"{{{docs}}}", f"{{{cols}}}", f"{{{counts}}}", f"{{{lens}}}", f"{{{positions}}}")
+                copy.write_row((term, block, *arrays))
+                if sole is not None:
+                    df[(term, sole)] += documents
+                else:
+                    df.update({(term, self.docs[int(doc)]) for doc in docs.split(",")})
+
     def flush(self) -> None:
         self._take_out()
-        if self.terms:
-            block = self.block_id()
-            with self.conn.copy(
-                "COPY postings (term, block, docs, cols, counts, lens, positions) FROM STDIN"
-            ) as copy:
-                for term in sorted(self.terms):
-                    entries = sorted(self.terms[term], key=lambda entry: (entry[0], entry[1]))
-                    positions = [at for entry in entries for at in entry[2]]
-                    # Array literals: COPY's text format parses them (psycopg's dumping of lists
-                    # of ints cost more than the rest of the row).
-                    copy.write_row(
-                        (
-                            term,
-                            block,
-                            "{" + ",".join(str(entry[0]) for entry in entries) + "}",
-                            "{" + ",".join(str(entry[1]) for entry in entries) + "}",
-                            "{" + ",".join(str(len(entry[2])) for entry in entries) + "}",
-                            "{" + ",".join(str(entry[3]) for entry in entries) + "}",
-                            "{" + ",".join(map(str, positions)) + "}",
-                        )
-                    )
+        if self.docs:
+            self._copy()
         changed = sorted(key for key, delta in self.df.items() if delta)  # one lock order for all writers
         if changed:
             self.conn.execute(
@@ -265,7 +270,8 @@ class _KeywordRows:
                     "DELETE FROM collection_keyword_totals WHERE collection = %s AND docs = 0 AND tokens = 0",
                     (collection,),
                 )
-        self.terms, self.entries, self.docs, self.df, self.totals = {}, 0, set(), Counter(), {}
+        self.tokenized.clear()
+        self.tokens, self.docs, self.df, self.totals = 0, {}, Counter(), {}
         self.block = None
 
 
@@ -286,7 +292,8 @@ def _batch(conn: Any) -> _KeywordRows:
 
 
 def _places(fts: FtsText) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
-    """{(term, column): positions} of a document's keyword columns, and each column's length."""
+    """{(term, column): positions} of a document's keyword columns, and each column's length, one
+    document at a time (what schema version 7's rows held; the tests rebuild such an index)."""
     tokens = column_tokens(_columns(fts))
     places: dict[tuple[str, int], list[int]] = {}
     for number, column in enumerate(tokens):
@@ -308,7 +315,8 @@ def _unindex(conn: Any, doc_id: int) -> None:
 
 
 def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> int:
-    places, lengths = _places(fts)
+    batch = _batch(conn)
+    local, lengths = batch.tokenize(fts)
     row = conn.execute(
         # The id SQLite would give the row (one more than the largest) while this writer is alone:
         # ties in ranking go by id, so both backends number documents alike (migrations.py).
@@ -333,11 +341,11 @@ def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> 
             fts.options,
             lengths,
             sum(lengths),
-            _batch(conn).block_id(),
+            batch.block_id(),
         ),
     ).fetchone()
     doc_id = int(row[0])
-    _batch(conn).add(doc_id, doc.collection, places, sum(lengths))
+    batch.add(local, doc_id, doc.collection, sum(lengths))
     return doc_id
 
 
@@ -370,12 +378,13 @@ def move_document(
         (new_path, fts_path, size, mtime_ns, indexed_at, doc_id),
     )
     if old is not None:
-        places, lengths = _places(FtsText(fts_path, old.title, old.body, old.headings, old.options))
+        batch = _batch(conn)
+        local, lengths = batch.tokenize(FtsText(fts_path, old.title, old.body, old.headings, old.options))
         conn.execute(
             "UPDATE documents SET fts_lengths = %s, fts_tokens = %s, keyword_block = %s WHERE id = %s",
-            (lengths, sum(lengths), _batch(conn).block_id(), doc_id),
+            (lengths, sum(lengths), batch.block_id(), doc_id),
         )
-        _batch(conn).add(doc_id, collection_of(conn, doc_id), places, sum(lengths))
+        batch.add(local, doc_id, collection_of(conn, doc_id), sum(lengths))
 
 
 def collection_of(conn: Any, doc_id: int) -> str:
