@@ -244,11 +244,12 @@ def replace_text(
 ) -> None:
     """The session grew: its document row keeps its id and takes the longer text (and postings)."""
     documents._unindex(conn, doc_id)
-    places, lengths = documents._places(fts)
+    batch = documents._batch(conn)
+    local, lengths = batch.tokenize(fts)
     conn.execute(
         "UPDATE documents SET hash = %s, title = %s, size = %s, mtime_ns = %s, line_count = %s,"
         " indexed_at = %s, fts_path = %s, fts_title = %s, fts_body = %s, fts_headings = %s, fts_options = %s,"
-        " fts_lengths = %s, fts_tokens = %s WHERE id = %s",
+        " fts_lengths = %s, fts_tokens = %s, keyword_block = %s WHERE id = %s",
         (
             new_hash,
             title,
@@ -263,10 +264,11 @@ def replace_text(
             fts.options,
             lengths,
             sum(lengths),
+            batch.block_id(),
             doc_id,
         ),
     )
-    documents._batch(conn).add(doc_id, documents.collection_of(conn, doc_id), places, sum(lengths))
+    batch.add(local, doc_id, documents.collection_of(conn, doc_id), sum(lengths))
 
 
 def copy_vectors(conn: Any, old_hash: str, new_hash: str, params: str) -> None:
