@@ -185,7 +185,7 @@ def measure(corpus: str, url: str, work: Path, root: Path, queries: list[str]) -
     sqlite.add_collection(str(root), name=corpus, masks=[mask])
     report["cold_update_s"] = {"sqlite": time.perf_counter() - started, "load": load()}
     started = time.perf_counter()
-    postgres.update([corpus])  # the config is shared: the collection is registered already
+    postgres.add_collection(str(root), name=corpus, masks=[mask])  # each index its own list
     report["cold_update_s"]["postgresql"] = time.perf_counter() - started
     report["storage_bytes"] = storage(sqlite, postgres)
     report["nochange_update_s"] = {}
