@@ -316,7 +316,6 @@ class _KeywordRows:
         collections = set(self.docs.values())
         sole = next(iter(collections)) if len(collections) == 1 else None
         df = self.df
-        named = self.tokenized.ids
         with self.conn.copy(
             "COPY postings (term, block, docs, cols, counts, lens, positions) FROM STDIN"
         ) as copy:
@@ -326,9 +325,9 @@ class _KeywordRows:
                 arrays = (f"{{{docs}}}", f"{{{cols}}}", f"{{{counts}}}", f"{{{lens}}}", f"{{{positions}}}")
                 copy.write_row((term, block, *arrays))
                 if sole is not None:
-                    df[(term, sole)] += len(documents)
+                    df[(term, sole)] += len(set(documents))
                 else:
-                    df.update((term, self.docs[int(named[local])]) for local in documents)
+                    df.update({(term, self.docs[int(doc)]) for doc in documents})
 
     def flush(self) -> None:
         if self.pending is not None:

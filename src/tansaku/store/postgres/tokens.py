@@ -76,14 +76,28 @@ def _varints(blob: bytes) -> list[int]:
 
 
 # A batch's tokens grouped by term, each group in FTS5's index order (document, column, offset):
-# each token's document and column as one number (document * 8 + column), and its offset. FTS5's
-# vocabulary table gives the terms in order, so SQLite groups them without sorting (a GROUP BY
-# of (term, document, column) sorted every token: 2.7 s of a batch's 1 s here).
+# each token as its entry's "column|document id|document tokens" (the documents' ids and lengths
+# looked up in ``ids``), and its offset. FTS5's vocabulary table gives the terms in order and
+# ``v`` is read first (CROSS JOIN), so SQLite groups them without sorting (a GROUP BY of (term,
+# document, column) sorted every token: 2.7 s of a batch's 1 s here).
 _BATCH_TOKENS = """
-SELECT term, group_concat(doc * 8 + CASE col WHEN 'path' THEN 0 WHEN 'title' THEN 1 WHEN 'body' THEN 2
-    WHEN 'headings' THEN 3 ELSE 4 END), group_concat(offset)
-FROM v GROUP BY term
+SELECT v.term, group_concat(CASE v.col WHEN 'path' THEN '0|' WHEN 'title' THEN '1|' WHEN 'body' THEN '2|'
+    WHEN 'headings' THEN '3|' ELSE '4|' END || d.entry), group_concat(v.offset)
+FROM v CROSS JOIN ids AS d ON d.local = v.doc GROUP BY v.term
 """
+
+
+def _by_document(entries: Counter[str], offsets: str) -> tuple[Counter[str], str]:
+    """A term's entries ("column|document|tokens": count) and offsets (each entry's in turn) in
+    (document, column) order."""
+    at = offsets.split(",")
+    runs = []
+    start = 0
+    for key, count in entries.items():
+        runs.append((key, count, at[start : start + count]))
+        start += count
+    runs.sort(key=lambda run: (int(run[0].split("|")[1]), run[0].split("|")[0]))
+    return Counter({key: count for key, count, _ in runs}), ",".join(x for _, _, part in runs for x in part)
 
 
 class Batch:
@@ -98,50 +112,54 @@ class Batch:
         names = ", ".join(COLUMNS)
         self.conn.execute(f"CREATE VIRTUAL TABLE t USING fts5({names}, tokenize = '{FTS_TOKENIZER}')")
         self.conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        self.conn.execute("CREATE TABLE ids (local INTEGER PRIMARY KEY, entry TEXT NOT NULL)")
         # The groups are in index order only if SQLite reads the vocabulary in order (no sorter).
         plan = " ".join(str(row[-1]) for row in self.conn.execute("EXPLAIN QUERY PLAN " + _BATCH_TOKENS))
         if "TEMP B-TREE" in plan:  # pragma: no cover - an SQLite that plans it otherwise
             raise RuntimeError(f"the batch's tokens would be sorted: {plan}")
         self.conn.execute("BEGIN")
         self._insert = f"INSERT INTO t (rowid, {names}) VALUES (?, {', '.join('?' * len(COLUMNS))})"
-        # Per document of the batch (numbered from 1): its id in the index and its tokens, as text.
-        self.ids: list[str] = [""]
-        self.tokens: list[str] = [""]
+        self.size = 0
+        # The documents' ids ascend with their numbers in the batch (new documents' ids do; one
+        # moved or grown keeps its older id, and then each term's entries are sorted here).
+        self.last = 0
+        self.ascending = True
 
     def add(self, texts: Sequence[str]) -> tuple[int, list[int]]:
         """A document's columns (COLUMNS order) in: its number in the batch and column lengths."""
-        local = len(self.ids)
-        self.conn.execute(self._insert, (local, *texts))
-        (blob,) = self.conn.execute("SELECT sz FROM t_docsize WHERE id = ?", (local,)).fetchone()
-        self.ids.append("")
-        self.tokens.append("")
-        return local, _varints(blob)
+        self.size += 1
+        self.conn.execute(self._insert, (self.size, *texts))
+        (blob,) = self.conn.execute("SELECT sz FROM t_docsize WHERE id = ?", (self.size,)).fetchone()
+        return self.size, _varints(blob)
 
     def name(self, local: int, doc: int, tokens: int) -> None:
         """The batch's document ``local`` is document ``doc`` of the index, of ``tokens`` tokens."""
-        self.ids[local] = str(doc)
-        self.tokens[local] = str(tokens)
+        self.conn.execute("INSERT INTO ids (local, entry) VALUES (?, ?)", (local, f"{doc}|{tokens}"))
+        self.ascending = self.ascending and doc > self.last
+        self.last = max(self.last, doc)
 
-    def rows(self) -> Iterator[tuple[str, str, str, str, str, str, set[int]]]:
+    def rows(self) -> Iterator[tuple[str, str, str, str, str, str, list[str]]]:
         """Per term, in term order: its entries in (document, column) order as the comma-separated
         lists ``postings``' arrays are made of (docs, cols, counts, lens, positions), and the
-        batch's numbers of the documents it is in."""
-        ids, tokens = self.ids, self.tokens
+        ids of the documents it is in (once per column)."""
         for term, keys, offsets in self.conn.execute(_BATCH_TOKENS):
-            entries = Counter(keys.split(","))  # in order: the keys ascend
-            numbers = list(map(int, entries))
-            local = [k >> 3 for k in numbers]
+            entries = Counter(keys.split(","))  # in order: a document's tokens come together
+            if not self.ascending:
+                entries, offsets = _by_document(entries, offsets)
+            parts = "|".join(entries).split("|")
+            docs = parts[1::3]
             yield (
                 term,
-                ",".join([ids[d] for d in local]),
-                ",".join([str(k & 7) for k in numbers]),
+                ",".join(docs),
+                ",".join(parts[0::3]),
                 ",".join(map(str, entries.values())),
-                ",".join([tokens[d] for d in local]),
+                ",".join(parts[2::3]),
                 offsets,
-                set(local),
+                docs,
             )
 
     def clear(self) -> None:
         self.conn.execute("ROLLBACK")
         self.conn.execute("BEGIN")
-        self.ids, self.tokens = [""], [""]
+        self.size = self.last = 0
+        self.ascending = True
