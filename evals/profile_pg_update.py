@@ -73,10 +73,7 @@ def main() -> None:
         started = time.perf_counter()
         if profiler:
             profiler.enable()
-        if args.sqlite:
-            api.update(["c"])
-        else:
-            api.add_collection(str(root), name="c", masks=["**/*.md"])
+        api.add_collection(str(root), name="c", masks=["**/*.md"])  # each index its own list
         if profiler:
             profiler.disable()
             profiler.dump_stats(args.profile)
