@@ -165,3 +165,31 @@ def test_a_batch_gives_each_documents_lengths_and_entries_as_one_at_a_time() -> 
         }
         batch.clear()
         assert list(batch.rows()) == []
+
+
+def test_a_session_grown_twice_keeps_one_set_of_postings(
+    cli: Callable[..., CliResult], postgres_url: str, tmp_path: Path, index_path: Path
+) -> None:
+    """A grown session's postings go to the batch's block, and its row says so (keyword_block):
+    growing it again takes the earlier postings out of that block, not the first one."""
+    from .test_postgres_transcripts import SHOP, _add_both, _append
+
+    shutil.copytree(REPO / "fixtures" / "transcripts" / "judged", tmp_path / "agents")
+    shutil.copytree(REPO / "fixtures" / "sample", tmp_path / "sample")
+    _add_both(cli, postgres_url, tmp_path)
+    for line in ("Also pinned the kumquat surcharge to the store time zone.", "Then the kumquat rota."):
+        _append(tmp_path / "agents" / "claude" / SHOP, line)
+        for args in (("update",), ("--index", postgres_url, "update")):
+            result = cli(*args)
+            assert result.exit_code == 0, result.stderr
+    sqlite = db.open_read(index_path)
+    try:
+        with PostgresBackend(postgres_url).reading() as postgres:
+            assert _entries(postgres) == _expected(postgres)
+            for expression in ('"kumquat"', '"time zone"', '"rota"'):
+                expected = sqlite_store.keyword_search(sqlite, expression, None, None)
+                found = pg_store.keyword_search(postgres, expression, None, None)
+                assert _named(pg_store, postgres, found) == _named(sqlite_store, sqlite, expected)
+                assert expected, expression
+    finally:
+        sqlite.close()
