@@ -6,8 +6,9 @@ Not a test. Starts a throwaway server (bench_backends.py's, fsync off, every sta
 with its duration), runs ``collection add`` of evals/corpus_gen.py's corpus of N files into an
 empty database (under cProfile with ``--profile``), then prints the wall time, the load average
 and the server's own time per statement (grouped by its text with the literals left out, from
-``log_min_duration_statement = 0``). ``--sqlite`` times the same ``collection add`` on SQLite
-first (the ratio's other side, at the same moment).
+``log_min_duration_statement = 0``) and the server's counters after the load (WAL, checkpoints,
+buffers read against hit, autovacuum runs, ``postings``' sizes). ``--sqlite`` times the same
+``collection add`` on SQLite first (the ratio's other side, at the same moment).
 """
 
 from __future__ import annotations
@@ -45,6 +46,34 @@ def statement_times(log: Path) -> list[tuple[float, int, str]]:
     return sorted(((ms, int(n), text) for text, (ms, n) in totals.items()), reverse=True)
 
 
+# What the server did during the load: WAL and its full-page images, checkpoints (requested ones
+# are max_wal_size's), pages read from outside shared_buffers, autovacuum, and postings' bytes.
+COUNTERS = (
+    ("wal", "SELECT wal_records, wal_fpi, pg_size_pretty(wal_bytes) FROM pg_stat_wal"),
+    ("checkpoints", "SELECT num_timed, num_requested, buffers_written FROM pg_stat_checkpointer"),
+    ("buffers hit / read", "SELECT sum(blks_hit), sum(blks_read) FROM pg_stat_database"),
+    (
+        "autovacuum / autoanalyze",
+        "SELECT coalesce(sum(autovacuum_count), 0), coalesce(sum(autoanalyze_count), 0)"
+        " FROM pg_stat_user_tables",
+    ),
+    (
+        "postings: all / heap / primary key",
+        "SELECT pg_size_pretty(pg_total_relation_size('postings')),"
+        " pg_size_pretty(pg_relation_size('postings')), pg_size_pretty(pg_relation_size('postings_pkey'))",
+    ),
+    ("database", "SELECT pg_size_pretty(pg_database_size(current_database()))"),
+)
+
+
+def counters(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name, sql in COUNTERS:
+            print(f"{name}: {', '.join(str(value) for value in conn.execute(sql).fetchone())}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=10000)
@@ -79,6 +108,7 @@ def main() -> None:
             profiler.dump_stats(args.profile)
         took = time.perf_counter() - started
         print(f"postgresql cold update {took:.1f} s (load {bench_backends.load()})")
+        counters(url)
         if not args.no_log:
             folder = Path(unquote(base.split("host=", 1)[1]))
             rows = statement_times(folder / "log")
