@@ -15,6 +15,7 @@ applied in one transaction.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import deque
@@ -29,6 +30,7 @@ from ..sources.formats.guard import ExtractionPool
 from ..sources.outline import outline
 from ..sources.reader import INDEXER_VERSION, ReadDocument, line_count, read_document
 from ..sources.walk import FoundFile, walk_collection
+from ..store.backend import POSTGRES, backend_of
 from ..store.backend import chunks as chunk_store
 from ..store.backend import documents as store
 from ..store.backend import extractions as extraction_store
@@ -300,22 +302,23 @@ def apply(
         chunking = _Chunking(params, summary, chunk_store.chunked_hashes(conn, params.fingerprint(), new))
     total = len(work.change) + len(work.add)
     fields = FieldWriter(work.broken_front)
-    for old in work.remove:
-        store.delete_document(conn, old.id)
-    for old, item, doc in work.change:
-        store.delete_document(conn, old.id)
-        _insert(conn, collection.name, item, doc, indexed_at, chunking, fields)
-    for old, item in work.touch:
-        store.touch_document(conn, old.id, item.size, item.mtime_ns)
-    for old, item in work.move:
-        # Content is unchanged, so its text and tokens are already stored: only the path changes.
-        store.move_document(
-            conn, old.id, item.rel_path, fts_path(item.rel_path), item.size, item.mtime_ns, indexed_at
-        )
-    for done, (item, doc) in enumerate(work.add, start=len(work.change) + 1):
-        _insert(conn, collection.name, item, doc, indexed_at, chunking, fields)
-        if progress and done % 100 == 0:
-            progress(done, total, "writing")
+    with _batched(conn):
+        for old in work.remove:
+            store.delete_document(conn, old.id)
+        for old, item, doc in work.change:
+            store.delete_document(conn, old.id)
+            _insert(conn, collection.name, item, doc, indexed_at, chunking, fields)
+        for old, item in work.touch:
+            store.touch_document(conn, old.id, item.size, item.mtime_ns)
+        for old, item in work.move:
+            # Content is unchanged, so its text and tokens are already stored: only the path changes.
+            store.move_document(
+                conn, old.id, item.rel_path, fts_path(item.rel_path), item.size, item.mtime_ns, indexed_at
+            )
+        for done, (item, doc) in enumerate(work.add, start=len(work.change) + 1):
+            _insert(conn, collection.name, item, doc, indexed_at, chunking, fields)
+            if progress and done % 100 == 0:
+                progress(done, total, "writing")
     if chunking is not None:
         chunking.summary.flush()
     fields.flush(conn)
@@ -325,6 +328,16 @@ def apply(
     _store_extractions(conn, work.extractions, indexed_at)
     store.replace_skipped(conn, collection.name, work.lasting_skips)
     store.set_collection_state(conn, collection.name, collection.path, indexed_at, INDEXER_VERSION)
+
+
+def _batched(conn: object) -> contextlib.AbstractContextManager[None]:
+    """On PostgreSQL, new documents' rows sent in batches rather than one round trip each (all
+    sent when the block ends); SQLite's are local writes already."""
+    if backend_of(conn) != POSTGRES:
+        return contextlib.nullcontext()
+    from ..store.postgres.documents import batched
+
+    return batched(conn)
 
 
 def _store_extractions(conn: object, log: ExtractionLog, now: str) -> None:

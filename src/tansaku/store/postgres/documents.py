@@ -8,8 +8,9 @@ Keyword search takes the FTS5 expressions search/query.py writes and answers the
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..documents import BM25_WEIGHTS, FtsText, SkippedRow, StoredDocument
@@ -18,7 +19,7 @@ from . import bm25_sql
 from .bm25_sql import DOCUMENT_POSTINGS
 from .db import deferred
 from .expression import Expression, Phrase, parse
-from .tokens import column_tokens
+from .tokens import Batch, column_tokens
 
 _COLUMNS = "id, collection, path, hash, title, size, mtime_ns, line_count, repaired, indexed_at"
 # The highest code point: ``prefix <= term < prefix + _LAST`` is every term that starts with prefix.
@@ -41,11 +42,13 @@ def _doc(row: Sequence[Any]) -> StoredDocument:
 
 
 def documents_in(conn: Any, collection: str) -> dict[str, StoredDocument]:
+    _sent(conn)
     rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE collection = %s", (collection,))
     return {row[2]: _doc(row) for row in rows}
 
 
 def list_documents(conn: Any, collection: str, prefix: str = "") -> list[StoredDocument]:
+    _sent(conn)
     if prefix:
         rows = conn.execute(
             f"SELECT {_COLUMNS} FROM documents WHERE collection = %s AND (path = %s OR starts_with(path, %s))"
@@ -60,6 +63,7 @@ def list_documents(conn: Any, collection: str, prefix: str = "") -> list[StoredD
 
 
 def all_documents(conn: Any, collections: Sequence[str] | None = None) -> list[StoredDocument]:
+    _sent(conn)
     if collections is None:
         rows = conn.execute(f"SELECT {_COLUMNS} FROM documents ORDER BY collection, path")
     else:
@@ -71,6 +75,7 @@ def all_documents(conn: Any, collections: Sequence[str] | None = None) -> list[S
 
 
 def document_at(conn: Any, collection: str, path: str) -> StoredDocument | None:
+    _sent(conn)
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM documents WHERE collection = %s AND path = %s", (collection, path)
     ).fetchone()
@@ -78,6 +83,7 @@ def document_at(conn: Any, collection: str, path: str) -> StoredDocument | None:
 
 
 def documents_by_hash_prefix(conn: Any, prefix: str, limit: int = 20) -> list[StoredDocument]:
+    _sent(conn)
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM documents WHERE hash >= %s AND hash < %s ORDER BY collection, path LIMIT %s",
         (prefix, prefix + _LAST, limit),
@@ -86,6 +92,7 @@ def documents_by_hash_prefix(conn: Any, prefix: str, limit: int = 20) -> list[St
 
 
 def documents_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, StoredDocument]:
+    _sent(conn)
     ids = list(ids)
     if not ids:
         return {}
@@ -94,6 +101,7 @@ def documents_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, StoredDocument]
 
 
 def paths_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, str]:
+    _sent(conn)
     ids = list(ids)
     if not ids:
         return {}
@@ -101,16 +109,19 @@ def paths_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, str]:
 
 
 def collection_paths(conn: Any, collection: str) -> dict[int, str]:
+    _sent(conn)
     rows = conn.execute("SELECT id, path FROM documents WHERE collection = %s", (collection,))
     return {int(i): p for i, p in rows}
 
 
 def body(conn: Any, content_hash: str) -> str:
+    _sent(conn)
     row = conn.execute("SELECT body FROM content WHERE hash = %s", (content_hash,)).fetchone()
     return row[0] if row else ""
 
 
 def bodies(conn: Any, hashes: Iterable[str]) -> dict[str, str]:
+    _sent(conn)
     hashes = list(set(hashes))
     if not hashes:
         return {}
@@ -119,6 +130,7 @@ def bodies(conn: Any, hashes: Iterable[str]) -> dict[str, str]:
 
 
 def text_bytes(conn: Any, hashes: Iterable[str]) -> dict[str, int]:
+    _sent(conn)
     hashes = list(set(hashes))
     if not hashes:
         return {}
@@ -127,13 +139,94 @@ def text_bytes(conn: Any, hashes: Iterable[str]) -> dict[str, int]:
 
 
 def has_content(conn: Any, content_hash: str) -> bool:
+    _sent(conn)
     return conn.execute("SELECT 1 FROM content WHERE hash = %s", (content_hash,)).fetchone() is not None
 
 
 def put_content(conn: Any, content_hash: str, text: str) -> None:
+    pending = _pending(conn)
+    if pending is not None:
+        pending.content.setdefault(content_hash, text)
+        return
     conn.execute(
         "INSERT INTO content (hash, body) VALUES (%s, %s) ON CONFLICT (hash) DO NOTHING", (content_hash, text)
     )
+
+
+# --- new documents, sent in batches -------------------------------------------------------------
+
+_DOCUMENT_COLUMNS = (
+    "id, collection, path, hash, title, size, mtime_ns, line_count, repaired, indexed_at, fts_path,"
+    " fts_title, fts_body, fts_headings, fts_options, fts_lengths, fts_tokens, keyword_block"
+)
+
+
+class _PendingDocuments:
+    """New documents' rows and texts held back while an update writes many (``batched``): sent
+    in one COPY and one INSERT per batch rather than two statements per document, each a round
+    trip (which cost a busy server's scheduling delay too). Their ids are taken ahead, a batch's
+    worth at once, with the same ``tansaku_take_ids`` (so the same ids as one at a time: a writer
+    alone numbers one more than the largest). Sent before anything reads or changes documents
+    (``_sent``), before more ids are taken, and when the batch ends."""
+
+    ROWS = 500
+    IDS = 256
+
+    def __init__(self) -> None:
+        self.content: dict[str, str] = {}
+        self.rows: list[tuple[Any, ...]] = []
+        self.ids: list[int] = []  # taken, not used yet
+
+    def send(self, conn: Any) -> None:
+        if self.content:
+            hashes = list(self.content)
+            conn.execute(
+                "INSERT INTO content (hash, body) SELECT * FROM unnest(%s::text[], %s::text[])"
+                " ON CONFLICT (hash) DO NOTHING",
+                (hashes, [self.content[h] for h in hashes]),
+            )
+            self.content = {}
+        if self.rows:
+            with conn.copy(f"COPY documents ({_DOCUMENT_COLUMNS}) FROM STDIN") as copy:
+                for row in self.rows:
+                    copy.write_row(row)
+            self.rows = []
+
+    def take_id(self, conn: Any) -> int:
+        if not self.ids:
+            self.send(conn)  # the largest id counts the held rows
+            row = conn.execute("SELECT tansaku_take_ids('document_ids', 'documents', %s)", (self.IDS,))
+            self.ids = list(reversed(row.fetchone()[0]))
+        return int(self.ids.pop())
+
+
+def _pending(conn: Any) -> _PendingDocuments | None:
+    rows = conn.keyword_rows
+    return None if rows is None else rows.pending  # type: ignore[no-any-return]
+
+
+def _sent(conn: Any, *, renumber: bool = False) -> None:
+    """The held documents in the database (before a statement that reads or changes documents);
+    ``renumber``: the ids taken ahead are dropped too (a document deleted: one alone numbers one
+    more than the largest left, as SQLite does)."""
+    pending = _pending(conn)
+    if pending is not None:
+        pending.send(conn)
+        if renumber:
+            pending.ids = []
+
+
+@contextlib.contextmanager
+def batched(conn: Any) -> Iterator[None]:
+    """New documents written in batches inside the block (index/update.py's apply of a file
+    collection); all of them sent when it ends."""
+    rows = _batch(conn)
+    rows.pending = _PendingDocuments()
+    try:
+        yield
+        rows.pending.send(conn)
+    finally:
+        rows.pending = None
 
 
 # --- keyword rows -------------------------------------------------------------------------------
@@ -150,39 +243,45 @@ class _KeywordRows:
     Flushed when large, before a document's rows are read back, and before COMMIT
     (PgConnection.before_commit).
 
+    A batch's documents are tokenized into an in-memory FTS5 table (tokens.Batch), whose index
+    gives the block's rows already grouped by term and sorted: no loop over every token in Python.
+
     Frequencies and totals are kept per collection (migration 6; the views ``term_stats`` and
     ``keyword_totals`` sum them), so writers of two collections never touch one row. A removed
     document's postings are taken out of its block's rows at the next flush, all of a block's
     removed documents in one statement (that rewrites the block's rows of their terms)."""
 
-    ENTRIES = 400_000  # (term, document, column) entries of a batch: its block's size
+    # Tokens of a batch: its block's size (about 400,000 (term, document, column) entries on
+    # Markdown, the size blocks had when a batch was counted in entries).
+    TOKENS = 1_000_000
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
-        # term: (doc, column, positions, the document's tokens)
-        self.terms: dict[str, list[tuple[int, int, list[int], int]]] = {}
-        self.entries = 0
-        self.docs: set[int] = set()
+        self.tokenized = Batch()
+        self.tokens = 0
+        self.docs: dict[int, str] = {}  # document: its collection
         self.block: int | None = None  # this batch's block, taken when its first document comes
         self.gone: dict[int, dict[int, str]] = {}  # block: {removed document: its collection}
         self.df: Counter[tuple[str, str]] = Counter()  # (term, collection): net change
         self.totals: dict[str, list[int]] = {}  # collection: [documents, tokens]
+        self.pending: _PendingDocuments | None = None  # new documents held back (``batched``)
 
     def block_id(self) -> int:
         if self.block is None:
             self.block = int(self.conn.execute("SELECT nextval('posting_blocks')").fetchone()[0])
         return self.block
 
-    def add(
-        self, doc_id: int, collection: str, places: dict[tuple[str, int], list[int]], tokens: int
-    ) -> None:
-        for (term, column), at in places.items():
-            self.terms.setdefault(term, []).append((doc_id, column, at, tokens))
-        self.entries += len(places)
-        self.docs.add(doc_id)
-        self.df.update({(term, collection) for term, _ in places})
+    def tokenize(self, fts: FtsText) -> tuple[int, list[int]]:
+        """A document's keyword columns into the batch: its number there and column lengths
+        (``add`` names it once it has its id)."""
+        return self.tokenized.add(_columns(fts))
+
+    def add(self, local: int, doc_id: int, collection: str, tokens: int) -> None:
+        self.tokenized.name(local, doc_id, tokens)
+        self.tokens += tokens
+        self.docs[doc_id] = collection
         self._count(collection, 1, tokens)
-        if self.entries >= self.ENTRIES:
+        if self.tokens >= self.TOKENS:
             self.flush()
 
     def remove(self, doc_id: int, block: int, collection: str, tokens: int) -> None:
@@ -211,29 +310,31 @@ class _KeywordRows:
             self.conn.execute("DELETE FROM postings WHERE block = %s AND cardinality(docs) = 0", (block,))
         self.gone = {}
 
+    def _copy(self) -> None:
+        """The batch's postings into its block, one row per term, in one COPY."""
+        block = self.block_id()
+        collections = set(self.docs.values())
+        sole = next(iter(collections)) if len(collections) == 1 else None
+        df = self.df
+        with self.conn.copy(
+            "COPY postings (term, block, docs, cols, counts, lens, positions) FROM STDIN"
+        ) as copy:
+            for term, docs, cols, counts, lens, positions, documents in self.tokenized.rows():
+                # Array literals: COPY's text format parses them (psycopg's dumping of lists of
+                # ints cost more than the rest of the row).
+                arrays = (f"{{{docs}}}", f"{{{cols}}}", f"{{{counts}}}", f"{{{lens}}}", f"{{{positions}}}")
+                copy.write_row((term, block, *arrays))
+                if sole is not None:
+                    df[(term, sole)] += len(set(documents))
+                else:
+                    df.update({(term, self.docs[int(doc)]) for doc in documents})
+
     def flush(self) -> None:
+        if self.pending is not None:
+            self.pending.send(self.conn)
         self._take_out()
-        if self.terms:
-            block = self.block_id()
-            with self.conn.copy(
-                "COPY postings (term, block, docs, cols, counts, lens, positions) FROM STDIN"
-            ) as copy:
-                for term in sorted(self.terms):
-                    entries = sorted(self.terms[term], key=lambda entry: (entry[0], entry[1]))
-                    positions = [at for entry in entries for at in entry[2]]
-                    # Array literals: COPY's text format parses them (psycopg's dumping of lists
-                    # of ints cost more than the rest of the row).
-                    copy.write_row(
-                        (
-                            term,
-                            block,
-                            "{" + ",".join(str(entry[0]) for entry in entries) + "}",
-                            "{" + ",".join(str(entry[1]) for entry in entries) + "}",
-                            "{" + ",".join(str(len(entry[2])) for entry in entries) + "}",
-                            "{" + ",".join(str(entry[3]) for entry in entries) + "}",
-                            "{" + ",".join(map(str, positions)) + "}",
-                        )
-                    )
+        if self.docs:
+            self._copy()
         changed = sorted(key for key, delta in self.df.items() if delta)  # one lock order for all writers
         if changed:
             self.conn.execute(
@@ -265,7 +366,8 @@ class _KeywordRows:
                     "DELETE FROM collection_keyword_totals WHERE collection = %s AND docs = 0 AND tokens = 0",
                     (collection,),
                 )
-        self.terms, self.entries, self.docs, self.df, self.totals = {}, 0, set(), Counter(), {}
+        self.tokenized.clear()
+        self.tokens, self.docs, self.df, self.totals = 0, {}, Counter(), {}
         self.block = None
 
 
@@ -286,7 +388,8 @@ def _batch(conn: Any) -> _KeywordRows:
 
 
 def _places(fts: FtsText) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
-    """{(term, column): positions} of a document's keyword columns, and each column's length."""
+    """{(term, column): positions} of a document's keyword columns, and each column's length, one
+    document at a time (what schema version 7's rows held; the tests rebuild such an index)."""
     tokens = column_tokens(_columns(fts))
     places: dict[tuple[str, int], list[int]] = {}
     for number, column in enumerate(tokens):
@@ -296,6 +399,7 @@ def _places(fts: FtsText) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
 
 
 def _unindex(conn: Any, doc_id: int) -> None:
+    _sent(conn, renumber=True)
     batch = _batch(conn)
     if doc_id in batch.docs:
         batch.flush()  # its postings must be in their block to be taken out
@@ -308,40 +412,50 @@ def _unindex(conn: Any, doc_id: int) -> None:
 
 
 def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> int:
-    places, lengths = _places(fts)
-    row = conn.execute(
-        # The id SQLite would give the row (one more than the largest) while this writer is alone:
-        # ties in ranking go by id, so both backends number documents alike (migrations.py).
-        "INSERT INTO documents (id, collection, path, hash, title, size, mtime_ns, line_count, repaired,"
-        " indexed_at, fts_path, fts_title, fts_body, fts_headings, fts_options, fts_lengths, fts_tokens,"
-        " keyword_block) VALUES ((tansaku_take_ids('document_ids', 'documents', 1))[1],"
-        " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-        (
-            doc.collection,
-            doc.path,
-            doc.hash,
-            doc.title,
-            doc.size,
-            doc.mtime_ns,
-            doc.line_count,
-            bool(doc.repaired),
-            doc.indexed_at,
-            fts.path,
-            fts.title,
-            None if fts.body == text else fts.body,
-            fts.headings,
-            fts.options,
-            lengths,
-            sum(lengths),
-            _batch(conn).block_id(),
-        ),
-    ).fetchone()
-    doc_id = int(row[0])
-    _batch(conn).add(doc_id, doc.collection, places, sum(lengths))
+    batch = _batch(conn)
+    local, lengths = batch.tokenize(fts)
+    values = (
+        doc.collection,
+        doc.path,
+        doc.hash,
+        doc.title,
+        doc.size,
+        doc.mtime_ns,
+        doc.line_count,
+        bool(doc.repaired),
+        doc.indexed_at,
+        fts.path,
+        fts.title,
+        None if fts.body == text else fts.body,
+        fts.headings,
+        fts.options,
+        lengths,
+        sum(lengths),
+        batch.block_id(),
+    )
+    pending = batch.pending
+    if pending is not None:
+        doc_id = pending.take_id(conn)
+        pending.rows.append((doc_id, *values))
+        if len(pending.rows) >= pending.ROWS:
+            pending.send(conn)
+    else:
+        row = conn.execute(
+            # The id SQLite would give the row (one more than the largest) while this writer is
+            # alone: ties in ranking go by id, so both backends number documents alike
+            # (migrations.py).
+            f"INSERT INTO documents ({_DOCUMENT_COLUMNS}) VALUES"
+            " ((tansaku_take_ids('document_ids', 'documents', 1))[1],"
+            " %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            values,
+        ).fetchone()
+        doc_id = int(row[0])
+    batch.add(local, doc_id, doc.collection, sum(lengths))
     return doc_id
 
 
 def _fts_stored(conn: Any, doc_id: int) -> FtsText | None:
+    _sent(conn)
     row = conn.execute(
         "SELECT d.fts_path, d.fts_title, coalesce(d.fts_body, c.body), d.fts_headings, d.fts_options"
         " FROM documents AS d JOIN content AS c ON c.hash = d.hash WHERE d.id = %s",
@@ -362,6 +476,7 @@ def move_document(
     conn: Any, doc_id: int, new_path: str, fts_path: str, size: int, mtime_ns: int, indexed_at: str
 ) -> None:
     """Same content at a new path: the row keeps its id; its postings are made again."""
+    _sent(conn)
     old = _fts_stored(conn, doc_id)
     _unindex(conn, doc_id)
     conn.execute(
@@ -370,19 +485,22 @@ def move_document(
         (new_path, fts_path, size, mtime_ns, indexed_at, doc_id),
     )
     if old is not None:
-        places, lengths = _places(FtsText(fts_path, old.title, old.body, old.headings, old.options))
+        batch = _batch(conn)
+        local, lengths = batch.tokenize(FtsText(fts_path, old.title, old.body, old.headings, old.options))
         conn.execute(
             "UPDATE documents SET fts_lengths = %s, fts_tokens = %s, keyword_block = %s WHERE id = %s",
-            (lengths, sum(lengths), _batch(conn).block_id(), doc_id),
+            (lengths, sum(lengths), batch.block_id(), doc_id),
         )
-        _batch(conn).add(doc_id, collection_of(conn, doc_id), places, sum(lengths))
+        batch.add(local, doc_id, collection_of(conn, doc_id), sum(lengths))
 
 
 def collection_of(conn: Any, doc_id: int) -> str:
+    _sent(conn)
     return str(conn.execute("SELECT collection FROM documents WHERE id = %s", (doc_id,)).fetchone()[0])
 
 
 def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
+    _sent(conn)
     conn.execute("UPDATE documents SET size = %s, mtime_ns = %s WHERE id = %s", (size, mtime_ns, doc_id))
 
 
@@ -393,6 +511,7 @@ def prune_content(conn: Any) -> int:
 
 
 def _prune_content(conn: Any) -> int:
+    _sent(conn)
     cursor = conn.execute(
         "DELETE FROM content AS c WHERE NOT EXISTS (SELECT 1 FROM documents AS d WHERE d.hash = c.hash)"
     )
@@ -400,6 +519,7 @@ def _prune_content(conn: Any) -> int:
 
 
 def document_ids_in(conn: Any, collection: str) -> list[int]:
+    _sent(conn)
     rows = conn.execute("SELECT id FROM documents WHERE collection = %s", (collection,))
     return [int(row[0]) for row in rows]
 
@@ -455,6 +575,7 @@ def collection_states(conn: Any) -> dict[str, str | None]:
 
 
 def collection_counts(conn: Any) -> dict[str, tuple[int, int]]:
+    _sent(conn)
     rows = conn.execute(
         "SELECT collection, count(*), coalesce(sum(size), 0) FROM documents GROUP BY collection"
     )
@@ -462,10 +583,12 @@ def collection_counts(conn: Any) -> dict[str, tuple[int, int]]:
 
 
 def all_paths(conn: Any) -> list[tuple[str, str]]:
+    _sent(conn)
     return [(c, p) for c, p in conn.execute("SELECT collection, path FROM documents")]
 
 
 def documents_with_hashes(conn: Any, hashes: Sequence[str]) -> list[StoredDocument]:
+    _sent(conn)
     if not hashes:
         return []
     rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE hash = ANY(%s)", (list(hashes),))

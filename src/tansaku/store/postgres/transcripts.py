@@ -97,14 +97,16 @@ def unindex_text(conn: Any, doc_id: int) -> None:
 
 
 def index_text(conn: Any, doc_id: int, fts: FtsText) -> None:
-    """A grown session's document back in the keyword postings, with its columns' lengths."""
-    places, lengths = documents._places(fts)
+    """A grown session's document back in the keyword postings, with its columns' lengths, in the
+    block its postings go to (keyword_block follows them: a later growth takes them out of it)."""
+    batch = documents._batch(conn)
+    local, lengths = batch.tokenize(fts)
     conn.execute(
         "UPDATE documents SET fts_path = %s, fts_headings = %s, fts_options = %s, fts_lengths = %s,"
-        " fts_tokens = %s WHERE id = %s",
-        (fts.path, fts.headings, fts.options, lengths, sum(lengths), doc_id),
+        " fts_tokens = %s, keyword_block = %s WHERE id = %s",
+        (fts.path, fts.headings, fts.options, lengths, sum(lengths), batch.block_id(), doc_id),
     )
-    documents._batch(conn).add(doc_id, documents.collection_of(conn, doc_id), places, sum(lengths))
+    batch.add(local, doc_id, documents.collection_of(conn, doc_id), sum(lengths))
 
 
 def copy_vectors(conn: Any, old_hash: str, new_hash: str, params: str) -> None:
