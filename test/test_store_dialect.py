@@ -29,6 +29,12 @@ class Recorder:
     def executemany(self, sql: str, rows: Any) -> None:
         self.sent.append((sql, list(rows)))
 
+    def fetchone(self) -> None:  # as the cursor of a query that found nothing
+        return None
+
+    def __iter__(self) -> Any:
+        return iter(())
+
 
 def test_placeholders_become_psycopg_s_and_a_literal_percent_is_doubled() -> None:
     statement = "SELECT 1 FROM t WHERE a = ? AND b LIKE 'x%' AND c IN (?, ?)"
@@ -102,3 +108,39 @@ def test_the_seam_imports_no_driver_and_no_store_module() -> None:
         }
         assert imported <= {"errors", "dialect"}, (module.__name__, imported)
     assert "psycopg" not in sys.modules or "tansaku.store.postgres.backend" in sys.modules
+
+
+def test_a_long_list_is_cut_for_sqlite_and_whole_for_postgresql() -> None:
+    values = list(range(1201))
+    assert [len(part) for part in SQLITE.batches(values)] == [500, 500, 201]
+    assert list(POSTGRES.batches(values)) == [values]
+    assert list(SQLITE.batches([])) == list(POSTGRES.batches([])) == []
+
+
+def test_chunks_and_fields_run_the_same_statements_on_either_connection() -> None:
+    from tansaku.store import chunks, fields
+
+    sqlite, postgres = Recorder(postgres=False), Recorder(postgres=True)
+    for conn in (sqlite, postgres):
+        routed.fields.delete_fields(conn, 7)
+        routed.chunks.chunks_of(conn, "h", "p")
+        routed.chunks.chunked_hashes(conn, "p", ["h"])
+    assert [sql.replace("?", "%s") for sql, _ in sqlite.sent] == [
+        sql.replace("= ANY(%s)", "IN (%s)") for sql, _ in postgres.sent
+    ]
+    assert sqlite.sent[-1][1] == ("p", "h") and postgres.sent[-1][1] == ("p", ["h"])
+    assert all(dialect.is_both(f) for f in (chunks.ChunkWriter, chunks.chunks_of, fields.fields_of))
+
+
+def test_the_where_test_is_written_once_in_either_placeholders() -> None:
+    from tansaku.store import fields
+    from tansaku.store.postgres import fields as pg_fields
+
+    conditions = (fields.Condition("tags", "=", "x"), fields.Condition("date", ">=", "", day="2024-01-01"))
+    sqlite_filter = fields.document_filter(conditions)
+    test, params = pg_fields.passing(sqlite_filter, "r.id")
+    assert sqlite_filter.sql.replace("name = ?", "lower(name) = lower(?)").replace("?", "%s") == (
+        f"SELECT id FROM documents WHERE {test[1:-1]}".replace("r.id", "id")
+    )
+    assert list(sqlite_filter.params) == params == ["tags", "x", "date", "2024-01-01"]
+    assert pg_fields.passing(fields.document_filter(()), "id") == ("(true)", [])

@@ -20,6 +20,12 @@ from .types import SCHEME
 DEFAULT_INDEX = "index"
 VIRTUAL_PREFIX = f"{SCHEME}://"
 _INDEX_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_database_url(ref: str | None) -> bool:
+    """Whether an index reference names a database server rather than a file or an index name."""
+    return bool(ref) and str(ref).startswith(POSTGRES_SCHEMES)
 
 
 @dataclass(frozen=True)
@@ -39,8 +45,6 @@ def _xdg(var: str, fallback: str) -> Path:
 
 
 def locations(index_name: str | None = None) -> Locations:
-    from .store.backend import is_database_url
-
     if is_database_url(index_name):
         return replace(locations(None), index_url=index_name)
     name = index_name or DEFAULT_INDEX

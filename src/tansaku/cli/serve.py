@@ -124,7 +124,7 @@ def _shown(index: str | None) -> str | None:
         return index
     import shlex
 
-    from ..store.postgres.backend import password_apart
+    from ..store.postgres.connection import password_apart
 
     assert index is not None
     return shlex.quote(password_apart(index)[0])

@@ -23,14 +23,14 @@ from ..store.backend import extractions as cache
 
 if TYPE_CHECKING:
     from ..store.backend import documents as store
-    from .update import _Plan
+    from .plan import Plan
 
 MAX_VOTERS = 20_000
 MAX_SITE_NAME = 80  # a repeated block longer than this is not read as the site's name
 
 
 def leave_out_repeated(
-    conn: object, work: _Plan, existing: dict[str, store.StoredDocument], seen: set[str]
+    conn: object, work: Plan, existing: dict[str, store.StoredDocument], seen: set[str]
 ) -> None:
     """Replace the text of the HTML pages in ``work`` (added, changed) by their text without the
     collection's repeated blocks; count them in ``work.repeated_blocks``/``repeated_pages``."""

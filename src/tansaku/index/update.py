@@ -19,7 +19,7 @@ import contextlib
 import os
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..chunking import ChunkParams
@@ -39,28 +39,9 @@ from ..types import Collection, CollectionUpdate, Notice, SkippedFile
 from .chunks import ChunkingSummary, chunk_one, params_for
 from .extracting import ExtractionLog, Reading, read_formatted, ready
 from .fields import FieldWriter, field_warnings
+from .plan import Plan as _Plan
 from .progress import Progress
 from .repeated import leave_out_repeated
-
-
-@dataclass
-class _Plan:
-    add: list[tuple[FoundFile, ReadDocument]] = field(default_factory=list)
-    change: list[tuple[store.StoredDocument, FoundFile, ReadDocument]] = field(default_factory=list)
-    touch: list[tuple[store.StoredDocument, FoundFile]] = field(default_factory=list)
-    move: list[tuple[store.StoredDocument, FoundFile]] = field(default_factory=list)
-    remove: list[store.StoredDocument] = field(default_factory=list)
-    unchanged: int = 0
-    skipped: list[SkippedFile] = field(default_factory=list)
-    # Files whose front matter could not be read (found while the plan is applied).
-    broken_front: list[tuple[str, int | None, str]] = field(default_factory=list)
-    extractions: ExtractionLog = field(default_factory=ExtractionLog)
-    # Files read and skipped for a reason that lasts while the file is unchanged.
-    lasting_skips: list[store.SkippedRow] = field(default_factory=list)
-    # Blocks a site repeats on its pages left out of the HTML pages read (index/repeated.py).
-    repeated_blocks: int = 0
-    repeated_pages: int = 0
-
 
 # Skip reasons that may go away with the file unchanged (its permissions fixed, the docs extra
 # installed: see ExtractionFailed.cacheable): not remembered, so `status` keeps such a file

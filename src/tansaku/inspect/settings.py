@@ -47,7 +47,7 @@ def lock_timeout_setting() -> SettingSource:
 
 
 def vector_memory_setting() -> SettingSource:
-    from ..search.vector_cache import MEMORY_BUDGET_ENV, memory_budget_setting
+    from ..store.memory_budget import MEMORY_BUDGET_ENV, memory_budget_setting
 
     value, source, problem = memory_budget_setting()
     return SettingSource("vector_memory", f"{value:g} MB", source, MEMORY_BUDGET_ENV, problem=problem)

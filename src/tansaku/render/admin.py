@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from tansaku.render import RenderOptions, duration_words, show_docid
+from tansaku.render.shared import RenderOptions, duration_words, show_docid
 from tansaku.render.terminal import clean, warning_lines
 from tansaku.types import (
     Collection,

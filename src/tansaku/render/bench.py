@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tansaku.render import RenderOptions
 from tansaku.render.admin import table
+from tansaku.render.shared import RenderOptions
 from tansaku.types import BenchReport
 
 HEADER = ["KIND", "N", "HIT@1", "HIT@3", "HIT@5", "HIT@10", "MRR@10", "NDCG@10", "P50 MS", "P95 MS"]

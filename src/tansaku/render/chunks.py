@@ -5,9 +5,9 @@ from __future__ import annotations
 import csv
 import io
 
-from tansaku.render import RenderOptions, show_docid, shown_path
 from tansaku.render.jsonfmt import dumps, to_data
 from tansaku.render.markdown import code_span, escape, fence
+from tansaku.render.shared import RenderOptions, show_docid, shown_path
 from tansaku.render.terminal import clean, paint, warning_lines
 from tansaku.render.xmlfmt import attrs, element
 from tansaku.types import ChunkView, DocumentChunks

@@ -7,7 +7,7 @@ import io
 from typing import TYPE_CHECKING
 
 from tansaku import types as _types
-from tansaku.render import RenderOptions, fields_object, show_docid, shown_path, split_body
+from tansaku.render.shared import RenderOptions, fields_object, show_docid, shown_path, split_body
 from tansaku.types import SearchResult
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tansaku.render import RenderOptions
+from tansaku.render.shared import RenderOptions
 from tansaku.render.terminal import clean
 
 _MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}

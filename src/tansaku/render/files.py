@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tansaku import types as _types
-from tansaku.render import RenderOptions, citation, show_docid, show_score, shown_path
+from tansaku.render.shared import RenderOptions, citation, show_docid, show_score, shown_path
 from tansaku.render.terminal import clean
 from tansaku.types import SearchResult
 

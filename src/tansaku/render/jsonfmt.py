@@ -6,7 +6,7 @@ import json
 from dataclasses import fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
-from tansaku.render import RenderOptions, fields_object, round_float, show_docid
+from tansaku.render.shared import RenderOptions, fields_object, round_float, show_docid
 from tansaku.types import Hit, SearchResult, UpdateReport
 
 if TYPE_CHECKING:

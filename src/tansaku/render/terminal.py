@@ -9,7 +9,7 @@ import re
 from typing import TYPE_CHECKING
 
 from tansaku import types as _types
-from tansaku.render import (
+from tansaku.render.shared import (
     RenderOptions,
     copies_note,
     disk_note,

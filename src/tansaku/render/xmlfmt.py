@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from tansaku import types as _types
-from tansaku.render import RenderOptions, field_text, round_float, show_docid
+from tansaku.render.shared import RenderOptions, field_text, round_float, show_docid
 from tansaku.types import Hit, Notice, SearchResult
 
 if TYPE_CHECKING:

@@ -17,36 +17,14 @@ from typing import Any, TypeVar
 from ..store import db
 from ..store.backend import documents
 from ..store.backend import vectors as vec
-
-# Above this, a model's vectors stay on disk and sqlite-vec's KNN searches them (1 GiB is about
-# 700,000 vectors of 384 dimensions). TANSAKU_VECTOR_MEMORY_MB overrides it.
-DEFAULT_MEMORY_BUDGET_MB = 1024
-MEMORY_BUDGET_ENV = "TANSAKU_VECTOR_MEMORY_MB"
+from ..store.memory_budget import (  # noqa: F401 (the setting's names, as before)
+    DEFAULT_MEMORY_BUDGET_MB,
+    MEMORY_BUDGET_ENV,
+    memory_budget_bytes,
+    memory_budget_setting,
+)
 
 T = TypeVar("T")
-
-
-def memory_budget_bytes() -> int:
-    return int(memory_budget_setting()[0] * 1024 * 1024)
-
-
-def memory_budget_setting() -> tuple[float, str, str | None]:
-    """Megabytes of vectors a process may keep, their source and the problem with an ignored value.
-
-    ``TANSAKU_VECTOR_MEMORY_MB``, else the default (tansaku.precedence's order; the cache is made
-    before any config file is read, so there is no config key). A value that is not a number is
-    the default; a negative one is 0 (search on disk).
-    """
-    from ..precedence import DEFAULT, choose
-
-    raw, source = choose(default=DEFAULT_MEMORY_BUDGET_MB, env=MEMORY_BUDGET_ENV)
-    try:
-        megabytes = float(raw)
-    except ValueError:
-        return DEFAULT_MEMORY_BUDGET_MB, DEFAULT, f"{MEMORY_BUDGET_ENV}={raw!r} is not a number"
-    if megabytes != megabytes:  # NaN
-        return DEFAULT_MEMORY_BUDGET_MB, DEFAULT, f"{MEMORY_BUDGET_ENV}={raw!r} is not a number"
-    return max(megabytes, 0.0), source, None
 
 
 @dataclass(frozen=True)

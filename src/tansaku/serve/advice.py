@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..render import duration_words
+from ..render.shared import duration_words
 
 # Measured on 2 CPU cores (evals/RESULTS-embed.md), for when the configured model has not been
 # measured on this machine yet: the wait is then given as the range these two make.

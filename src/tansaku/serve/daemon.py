@@ -97,7 +97,7 @@ def _files_name(index_name: str | None) -> str:
 
     if not is_database_url(index_name):
         return index_name or DEFAULT_INDEX
-    from ..store.postgres.backend import password_apart
+    from ..store.postgres.connection import password_apart
 
     assert index_name is not None
     return "pg-" + hashlib.sha256(password_apart(index_name)[0].encode("utf-8")).hexdigest()[:16]
@@ -120,7 +120,7 @@ def _secrets_apart(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     shown = []
     for word in argv:
         if is_database_url(word):
-            from ..store.postgres.backend import password_apart
+            from ..store.postgres.connection import password_apart
 
             word, password = password_apart(word)
             if password is not None:

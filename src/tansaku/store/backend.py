@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import BackendUnsupported
+from ..paths import POSTGRES_SCHEMES, is_database_url  # noqa: F401 (imported from here too)
 from .routed import (  # noqa: F401 (the routed store modules, imported from here by their callers)
     POSTGRES,
     backend_of,
@@ -33,13 +34,6 @@ from .routed import (  # noqa: F401 (the routed store modules, imported from her
     transcripts,
     vectors,
 )
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_database_url(ref: str | None) -> bool:
-    """Whether an index reference names a database server rather than a file or an index name."""
-    return bool(ref) and str(ref).startswith(POSTGRES_SCHEMES)
 
 
 class Backend(Protocol):

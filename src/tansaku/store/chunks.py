@@ -1,4 +1,8 @@
-"""SQL for chunk rows: keyed by content hash + chunking parameters, text sliced from `content`."""
+"""SQL for chunk rows: keyed by content hash + chunking parameters, text sliced from `content`.
+
+Written once for both backends (store/dialect.py) but for ``prune_chunks``, which PostgreSQL's
+collection writers defer to their commit (store/postgres/chunks.py).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,9 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from . import routed
+from .dialect import both, dialect, run
 
 
 @dataclass(frozen=True)
@@ -29,20 +36,19 @@ class ChunkRun:
     chunk_count: int
 
 
+@both
 def chunked_hashes(conn: Any, params: str, hashes: Iterable[str]) -> set[str]:
     """Which of these texts already have chunks for these parameters."""
-    wanted = list(set(hashes))
     done: set[str] = set()
-    for start in range(0, len(wanted), 500):  # stay under SQLite's host-parameter limit
-        batch = wanted[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        rows = conn.execute(
-            f"SELECT hash FROM chunk_runs WHERE params = ? AND hash IN ({marks})", (params, *batch)
-        )
+    sql = dialect(conn)
+    for batch in sql.batches(list(set(hashes))):
+        test, values = sql.one_of("hash", batch)
+        rows = run(conn, f"SELECT hash FROM chunk_runs WHERE params = ? AND {test}", (params, *values))
         done.update(row[0] for row in rows)
     return done
 
 
+@both
 class ChunkWriter:
     """Stores texts' chunks in batches: one statement per few hundred texts instead of several
     per text (a cold update of 10,000 files chunks them all). Call ``flush`` at the end."""
@@ -77,7 +83,7 @@ class ChunkWriter:
                 c.end_byte,
                 c.tokens,
                 json.dumps(list(c.heading_path), ensure_ascii=False),
-                int(c.oversized),
+                bool(c.oversized),  # SQLite stores 1 or 0
             )
             for c in chunks
         )
@@ -88,31 +94,33 @@ class ChunkWriter:
         if not self._runs:
             return
         # A text keeps chunks for one set of parameters only: drop what it had before.
-        hashes = [run[0] for run in self._runs]
-        marks = ",".join("?" * len(hashes))
-        self.conn.execute(f"DELETE FROM chunks WHERE hash IN ({marks})", hashes)
-        self.conn.execute(f"DELETE FROM chunk_runs WHERE hash IN ({marks})", hashes)
-        self.conn.executemany(
-            "INSERT INTO chunk_runs (hash, params, strategy_used, warnings, chunk_count)"
-            " VALUES (?, ?, ?, ?, ?)",
-            self._runs,
-        )
-        self.conn.executemany(
-            "INSERT INTO chunks (hash, params, seq, start_line, end_line, start_char, end_char, start_byte,"
-            " end_byte, tokens, heading_path, oversized) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        # BATCH texts at most: one list of values within SQLite's host-parameter limit.
+        test, hashes = dialect(self.conn).one_of("hash", [text[0] for text in self._runs])
+        run(self.conn, f"DELETE FROM chunks WHERE {test}", hashes)
+        run(self.conn, f"DELETE FROM chunk_runs WHERE {test}", hashes)
+        insert = routed.db.insert_rows
+        insert(self.conn, "chunk_runs", "hash, params, strategy_used, warnings, chunk_count", self._runs)
+        insert(
+            self.conn,
+            "chunks",
+            "hash, params, seq, start_line, end_line, start_char, end_char, start_byte, end_byte, tokens,"
+            " heading_path, oversized",
             self._rows,
         )
         self._runs, self._rows = [], []
 
 
+@both
 def chunks_of(conn: Any, content_hash: str, params: str) -> tuple[ChunkRun, list[StoredChunk]] | None:
-    run = conn.execute(
+    found = run(
+        conn,
         "SELECT strategy_used, warnings, chunk_count FROM chunk_runs WHERE hash = ? AND params = ?",
         (content_hash, params),
     ).fetchone()
-    if run is None:
+    if found is None:
         return None
-    rows = conn.execute(
+    rows = run(
+        conn,
         "SELECT seq, start_line, end_line, start_char, end_char, start_byte, end_byte, tokens, heading_path,"
         " oversized FROM chunks WHERE hash = ? AND params = ? ORDER BY seq",
         (content_hash, params),
@@ -132,7 +140,7 @@ def chunks_of(conn: Any, content_hash: str, params: str) -> tuple[ChunkRun, list
         )
         for row in rows
     ]
-    return ChunkRun(run[0], tuple(json.loads(run[1])), run[2]), chunks
+    return ChunkRun(found[0], tuple(json.loads(found[1])), found[2]), chunks
 
 
 def prune_chunks(conn: Any) -> None:
@@ -141,6 +149,7 @@ def prune_chunks(conn: Any) -> None:
     conn.execute("DELETE FROM chunk_runs WHERE hash NOT IN (SELECT hash FROM content)")
 
 
+@both
 def collection_chunk_counts(conn: Any, collection: str, params: str) -> tuple[int, int, int]:
     """(documents chunked with these parameters, the chunks of their texts, documents whose
     chunker fell back to regex).
@@ -150,13 +159,15 @@ def collection_chunk_counts(conn: Any, collection: str, params: str) -> tuple[in
     A fallback is told by the chunker's "...; used regex" note, not by any note (a long block
     split at line breaks is a note, not a fallback).
     """
-    docs, fallbacks = conn.execute(
-        "SELECT count(*), coalesce(sum(r.warnings LIKE ?), 0)"
+    docs, fallbacks = run(
+        conn,
+        "SELECT count(*), count(*) FILTER (WHERE r.warnings LIKE ?)"
         " FROM documents AS d JOIN chunk_runs AS r ON r.hash = d.hash AND r.params = ?"
         " WHERE d.collection = ?",
         (FALLBACK_LIKE, params, collection),
     ).fetchone()
-    chunks = conn.execute(
+    chunks = run(
+        conn,
         "SELECT coalesce(sum(chunk_count), 0) FROM chunk_runs WHERE params = ?"
         " AND hash IN (SELECT hash FROM documents WHERE collection = ?)",
         (params, collection),

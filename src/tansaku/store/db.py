@@ -10,7 +10,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -296,6 +296,14 @@ def read_snapshot(conn: Connection) -> None:
     (a caller's transaction, when it has one, is that state)."""
     if not conn.in_transaction:
         conn.execute("BEGIN")
+
+
+def insert_rows(conn: Connection, table: str, columns: str, rows: Sequence[Sequence[Any]]) -> None:
+    """New rows of ``table``, their values in the order of ``columns`` ("hash, params, ..."), in
+    one statement (PostgreSQL's: a COPY); nothing for no rows."""
+    if rows:
+        marks = ", ".join("?" * len(columns.split(",")))
+        conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
 
 
 def has_table(conn: Connection, name: str) -> bool:

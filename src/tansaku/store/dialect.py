@@ -9,12 +9,13 @@ in the connection's own placeholders (``%s`` for psycopg, with a literal ``%`` d
         run_many(conn, "UPDATE extractions SET seen_at = ? WHERE hash = ? AND extractor = ?", rows)
 
 Where a statement differs by a few words, ``dialect(conn)`` names them (as Django's backend
-``operations`` do): ``one_of`` (a list of values), ``contains`` (a substring), ``upsert`` (insert
-or replace by key) and ``window`` (a column PostgreSQL cannot call ``window``); ``sql`` and
-``mark`` fit a fragment to a statement built in the driver's own placeholders. Whatever differs
-more (full-text matching and scoring, vector search, locks, migrations) is a function of the
-backend's own module (``store/X.py`` for SQLite, ``store/postgres/X.py`` for PostgreSQL) under
-the same name.
+``operations`` do): ``one_of`` (a list of values; ``batches`` cuts a long one), ``contains`` (a
+substring), ``upsert`` (insert or replace by key) and ``window`` (a column PostgreSQL cannot call
+``window``); ``sql`` and ``mark`` fit a fragment to a statement built in the driver's own
+placeholders. Rows are inserted in bulk by ``routed.db.insert_rows`` (PostgreSQL's: a COPY).
+Whatever differs more (full-text matching and scoring, vector search, locks, migrations) is a
+function of the backend's own module (``store/X.py`` for SQLite, ``store/postgres/X.py`` for
+PostgreSQL) under the same name.
 
 store/routed.py routes a call: a PostgreSQL connection runs ``store.postgres.X.f`` when that
 module has an ``f``, else a ``@both`` function of ``store.X``, else fails with BACKEND_UNSUPPORTED.
@@ -27,7 +28,7 @@ Nothing here imports a database driver.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,6 +50,7 @@ class Sqlite:
     name = "sqlite"
     mark = "?"  # a placeholder, for a fragment joined to statements in the driver's own style
     window = "window"  # chunk_vectors' window number
+    MOST_VALUES = 500  # a one_of's values in one statement: well under SQLite's host-parameter limit
 
     def sql(self, statement: str) -> str:
         return statement
@@ -56,6 +58,11 @@ class Sqlite:
     def one_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         """``column`` is one of ``values`` (at least one): the condition and its parameters."""
         return f"{column} IN ({','.join('?' * len(values))})", list(values)
+
+    def batches(self, values: Sequence[Any]) -> Iterator[Sequence[Any]]:
+        """``values`` in as few parts as one ``one_of`` each can take (none when there are none)."""
+        for start in range(0, len(values), self.MOST_VALUES):
+            yield values[start : start + self.MOST_VALUES]
 
     def contains(self, text: str) -> str:
         """``text`` contains the (next) parameter."""
@@ -78,6 +85,10 @@ class Postgres(Sqlite):
 
     def one_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"{column} = ANY(?)", [list(values)]
+
+    def batches(self, values: Sequence[Any]) -> Iterator[Sequence[Any]]:
+        if values:
+            yield values  # an array is one parameter, of any length
 
     def contains(self, text: str) -> str:
         return f"strpos({text}, ?) > 0"

@@ -1,7 +1,7 @@
 """Opening an index kept in PostgreSQL (``--index postgresql://...``): connections, the schema
 check, migrations, the writer lock and how the driver's errors read.
 
-psycopg 3 is imported here and only here, on the first use of a postgresql URL.
+The connection itself, the driver and the session's settings are store/postgres/connection.py's.
 """
 
 from __future__ import annotations
@@ -11,12 +11,10 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ...errors import (
-    BackendMissing,
     IndexError_,
     IndexLocked,
     IndexMissing,
@@ -25,6 +23,7 @@ from ...errors import (
 )
 from ..db import LOCK_TIMEOUT_ENV, lock_timeout
 from .bm25_sql import DOCUMENT_POSTINGS
+from .connection import CONNECT_TIMEOUT, PgConnection, driver, session_options, without_password
 from .migrations import SCHEMA_VERSION, current_version, migrate
 
 # pg_advisory locks are named by two int4s: tansaku's ("tnsk") and what it guards. Migration 6's
@@ -37,7 +36,6 @@ COMMAND_LOCKS = {"embed": 3}
 # A collection's writer lock: this space ("tnsc") and a hash of the collection's name (two names
 # with one hash only wait for each other).
 COLLECTION_SPACE = 0x746E7363
-CONNECT_TIMEOUT = 10  # seconds; libpq's default is to wait forever for a server that does not answer
 _POLL = 0.05
 _BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 HANDOVER_SECONDS = 5.0
@@ -52,99 +50,6 @@ _BEGIN_READ = (
 
 def collection_lock(name: str) -> tuple[int, int]:
     return COLLECTION_SPACE, zlib.crc32(name.encode("utf-8")) & 0x7FFFFFFF
-
-
-def _driver() -> Any:
-    try:
-        import psycopg
-    except ImportError:
-        raise BackendMissing(
-            "a postgresql:// index needs the postgres extra, which is not installed",
-            hint="pip install 'tansaku[postgres]'",
-        ) from None
-    return psycopg
-
-
-def without_password(url: str) -> str:
-    """The URL as shown to people: its password replaced by ***."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
-
-
-# A long query's aggregate over its words' entries (a row per matching document: 91,199 for seven
-# words at 100,000 files) spilled to disk at the default 4 MB: 16 MB were needed, its CTE too.
-WORK_MEM = "32MB"
-
-
-def session_options(url: str) -> str:
-    """libpq's ``options`` for every connection: WORK_MEM for each sort and hash (the URL's own
-    ``-c work_mem=`` comes after it, and wins), the URL's options, then no parallel workers. A
-    search's statements read a few thousand packed postings; on a shared server, starting workers
-    for them cost more than they saved (a Gather Merge of 3 workers took 60 of a statement's
-    130 ms at 10,000 files), and concurrent searches are the parallelism a team server needs."""
-    from psycopg.conninfo import conninfo_to_dict
-
-    given = str(conninfo_to_dict(url).get("options") or "")
-    return (f"-c work_mem={WORK_MEM} " + given + " -c max_parallel_workers_per_gather=0").strip()
-
-
-def password_apart(url: str) -> tuple[str, str | None]:
-    """The URL without its password (libpq then reads PGPASSWORD or ~/.pgpass), and the password:
-    a daemon gets the one on its command line (which other users can read) and the other in its
-    environment."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url, None
-    user, host = parts.netloc.rsplit("@", 1)
-    bare = urlunsplit(parts._replace(netloc=f"{user.split(':', 1)[0]}@{host}"))
-    return bare, unquote(parts.password)
-
-
-class PgConnection:
-    """A psycopg connection as the store modules use it (autocommit; blocks open transactions).
-
-    ``tansaku_backend`` routes the store functions (store/backend.py); ``positions_cache`` keeps
-    the token positions one read block has fetched (a search asks for the same tokens several
-    times), and is never used by a writer, whose reads must see its own changes."""
-
-    tansaku_backend = "postgresql"
-
-    def __init__(self, raw: Any, *, reader: bool) -> None:
-        self.raw = raw
-        self.positions_cache: dict[Any, Any] | None = {} if reader else None
-        # A writer's batched rows (documents._KeywordRows) and what must run before COMMIT.
-        self.keyword_rows: Any = None
-        self.before_commit: list[Callable[[], None]] = []
-        self.vector_types = False  # pgvector's type registered (vectors.load_extension)
-        self.schema_current = False  # in a read block that found the schema current (begin_read)
-        # A collection's writer (write_lock): other writers may run beside it, so its prunes wait
-        # for COMMIT and run only if it is alone then (PostgresBackend._prune_if_alone).
-        self.shared_writer = False
-        self.deferred_prunes: dict[str, Callable[[], object]] = {}
-
-    def execute(self, sql: str, params: Any = None) -> Any:
-        return self.raw.execute(sql, params)
-
-    def executemany(self, sql: str, rows: Any) -> None:
-        with self.raw.cursor() as cursor:
-            cursor.executemany(sql, rows)
-
-    @contextlib.contextmanager
-    def copy(self, sql: str) -> Iterator[Any]:
-        """``COPY ... FROM STDIN``: write rows with ``write_row``; sent when the block ends."""
-        with self.raw.cursor() as cursor, cursor.copy(sql) as copy:
-            yield copy
-
-    @property
-    def in_transaction(self) -> bool:
-        return bool(self.raw.info.transaction_status != 0)  # 0 = IDLE
-
-    def close(self) -> None:
-        self.raw.close()
 
 
 def _close_all(connections: list[Any]) -> None:
@@ -170,10 +75,10 @@ class PostgresBackend:
 
     @property
     def database_error(self) -> type[BaseException]:
-        return _driver().Error  # type: ignore[no-any-return]
+        return driver().Error  # type: ignore[no-any-return]
 
     def _connect(self) -> Any:
-        psycopg = _driver()
+        psycopg = driver()
         try:
             return psycopg.connect(
                 self.url,
@@ -233,7 +138,7 @@ class PostgresBackend:
         bm25_sql.table_totals, which every search asks. Where that statement fails
         (no tansaku tables, or an old schema without them), the transaction is rolled back and
         the schema is checked statement by statement, which says what is wrong."""
-        psycopg = _driver()
+        psycopg = driver()
         try:
             cursor = conn.execute(_BEGIN_READ)
             cursor.nextset()  # the first result is BEGIN's
@@ -274,7 +179,7 @@ class PostgresBackend:
         reads before it knows whether it will upgrade the index (its collection list). Ended
         without an error, its connection is handed to the next ``reading`` (within
         HANDOVER_SECONDS), which would otherwise connect again."""
-        psycopg = _driver()
+        psycopg = driver()
         conn = PgConnection(self._connect(), reader=True)
         ended = False
         try:
@@ -311,7 +216,7 @@ class PostgresBackend:
     def reading(self) -> Iterator[PgConnection]:
         """A read-only snapshot for one block: every statement in it sees one state of the index,
         and it never waits for a writer (MVCC)."""
-        psycopg = _driver()
+        psycopg = driver()
         handed = self._handed_connection()
         conn = PgConnection(handed or self._connect(), reader=True)
         try:
@@ -330,7 +235,7 @@ class PostgresBackend:
             conn.close()  # ends the transaction (no ROLLBACK's round trip first: nothing written)
 
     def open_write(self) -> PgConnection:
-        psycopg = _driver()
+        psycopg = driver()
         conn = PgConnection(self._connect(), reader=False)
         try:
             version = current_version(conn)
@@ -468,7 +373,7 @@ class PostgresBackend:
         )
 
     def translate(self, exc: BaseException) -> Exception:
-        psycopg = _driver()
+        psycopg = driver()
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, psycopg.OperationalError):
             return IndexUnreachable(
@@ -489,7 +394,7 @@ class ChangeWatch:
         self._raw: Any = None
 
     def token(self) -> tuple[int] | None:
-        psycopg = _driver()
+        psycopg = driver()
         try:
             if self._raw is None or self._raw.closed:
                 self._raw = self.backend._connect()

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
 def has_table(conn: Any, name: str) -> bool:
     """Whether the schema has a table of that name (vectors' tables come with `embed`)."""
     return conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is not None
+
+
+def insert_rows(conn: Any, table: str, columns: str, rows: Sequence[Sequence[Any]]) -> None:
+    """New rows of ``table`` in one COPY (store/db.py's, for SQLite, is an INSERT)."""
+    if rows:
+        with conn.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
 
 
 def read_snapshot(conn: Any) -> None:

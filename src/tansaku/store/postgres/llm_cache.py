@@ -43,7 +43,7 @@ def connect(backend: Any) -> Any:
     """An autocommit connection of its own to the database (as SQLite's cache has its own
     connection): None when the server cannot be reached."""
     from ...errors import TansakuError
-    from .backend import PgConnection
+    from .connection import PgConnection
 
     try:
         raw = backend._connect()

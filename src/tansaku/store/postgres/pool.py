@@ -20,15 +20,26 @@ import os
 import threading
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ...errors import BackendMissing, IndexUnreachable
-from .backend import CONNECT_TIMEOUT, PgConnection, _driver, session_options
-
-if TYPE_CHECKING:
-    from .backend import PostgresBackend
+from .connection import CONNECT_TIMEOUT, PgConnection, driver, session_options
 
 MIN_CONNECTIONS = 1
+
+
+class Opener(Protocol):
+    """What the pool needs of store/postgres/backend.py's PostgresBackend (which makes the pool:
+    ``reader_pool``), so that this module never imports it back."""
+
+    url: str
+    location: str
+
+    def _connect(self) -> Any: ...
+
+    def begin_read(self, conn: PgConnection) -> None: ...
+
+    def translate(self, exc: BaseException) -> Exception: ...
 
 
 def pool_size() -> int:
@@ -42,7 +53,7 @@ def pool_size() -> int:
 
 
 class ReaderPool:
-    def __init__(self, backend: PostgresBackend) -> None:
+    def __init__(self, backend: Opener) -> None:
         self.backend = backend
         self.location = backend.location
         self._pool: Any = None
@@ -54,7 +65,7 @@ class ReaderPool:
     def _connections(self) -> Any:
         with self._opening:
             if self._pool is None:
-                _driver()  # BACKEND_MISSING first, when psycopg itself is absent
+                driver()  # BACKEND_MISSING first, when psycopg itself is absent
                 try:
                     from psycopg_pool import ConnectionPool
                 except ImportError:
@@ -108,7 +119,7 @@ class ReaderPool:
         if outer is not None:
             yield outer
             return
-        psycopg = _driver()
+        psycopg = driver()
         pool = self._connections()
         raw = self._take(pool)
         conn = self._wrapper(raw)

@@ -249,8 +249,8 @@ def _model_bytes(conn: Any, dims: int, fingerprint: str) -> int:
 
 def _exact_scan_bytes() -> int:
     # The size below which SQLite holds a model's vectors in memory and scores each one; the same
-    # setting moves both (a search layer setting: imported here, at the call, not at load).
-    from ...search.vector_cache import memory_budget_bytes
+    # setting moves both.
+    from ..memory_budget import memory_budget_bytes
 
     return memory_budget_bytes()
 
