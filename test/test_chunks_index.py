@@ -49,6 +49,7 @@ def test_update_stores_chunks_and_reuses_them(cli, indexed: Path):
     assert report["chunked"] == 1  # the edited text only; the moved one keeps its chunks
 
 
+@pytest.mark.sqlite_only("reads the SQLite file's tables")
 def test_chunk_rows_of_removed_texts_are_pruned(cli, indexed: Path, index_path: Path):
     (indexed / "guides" / "backups.md").unlink()
     update(cli)
@@ -112,6 +113,7 @@ def test_xml_chunks_parse(cli, indexed: Path):
     assert root.tag == "chunks" and root.find("chunk").text.startswith("---\ntitle:")
 
 
+@pytest.mark.sqlite_only("rebuilds an old SQLite schema")
 def test_version_1_index_is_migrated_by_update(cli, sample: Path, index_path: Path, config_path: Path):
     # Build the index as the previous schema version left it, then let `update` upgrade it.
     assert cli("collection", "add", sample, "--name", "sample").exit_code == 0

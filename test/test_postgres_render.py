@@ -32,3 +32,11 @@ def test_status_of_a_server_index(name: str, fmt: str, snapshot) -> None:
 def test_a_file_index_has_no_server_in_json() -> None:
     assert "server" not in json.loads(render(STATUS, "json"))
     assert "server" in json.loads(render(replace(STATUS, server=SERVERS["pgvector"]), "json"))
+
+
+@pytest.mark.parametrize(
+    ("ms", "shown"), [(0.034, "0.03 ms"), (0.0949, "0.09 ms"), (0.4321, "0.4 ms"), (12.0, "12.0 ms")]
+)
+def test_a_socket_round_trip_is_not_shown_as_zero(ms: float, shown: str) -> None:
+    server = ServerInfo("PostgreSQL 18.3", "0.8.2", "0.8.2", ms)
+    assert f"round trip {shown}" in render(replace(STATUS, index_path=URL, server=server), "cli")

@@ -49,6 +49,7 @@ def _model_vectors_both_ways(index_path: Path) -> tuple[object, object, object, 
     return blocks, ids, matrix, slots
 
 
+@pytest.mark.sqlite_only("sqlite-vec's vec0 blocks")
 def test_block_reader_matches_the_virtual_table_after_deletions(cli, embedded: Path, index_path: Path):
     import numpy as np
 

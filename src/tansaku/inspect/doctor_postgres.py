@@ -39,7 +39,8 @@ def _index_checks(config: Any, index: Any, checks: list[DoctorCheck], *, deep: b
     except TansakuError as exc:
         checks.append(check("index.server", FAIL, exc.message, exc.hint))
         return
-    trip = f"round trip {server.round_trip_ms:.1f} ms"
+    digits = 1 if server.round_trip_ms >= 0.095 else 2  # a Unix socket's is a few hundredths
+    trip = f"round trip {server.round_trip_ms:.{digits}f} ms"
     slow = server.round_trip_ms > SLOW_ROUND_TRIP_MS
     checks.append(
         check(

@@ -204,7 +204,8 @@ def _server(server: Any) -> str:
         vectors = f"pgvector {server.pgvector_available} available, not installed in this database"
     else:
         vectors = "no pgvector on the server"
-    return f"{server.product}, {vectors}, round trip {server.round_trip_ms:.1f} ms"
+    digits = 1 if server.round_trip_ms >= 0.095 else 2  # a Unix socket's is a few hundredths
+    return f"{server.product}, {vectors}, round trip {server.round_trip_ms:.{digits}f} ms"
 
 
 def _remote_line(spent: dict[str, Any]) -> str:
