@@ -76,9 +76,40 @@ def both(cli: Callable[..., CliResult], postgres_url: str, tmp_path: Path, index
     sqlite.close()
 
 
+SCOPES = ((None, None), ("sample", 10))  # (collection, limit): everywhere, and one collection
+
+
 def _named(store: Any, conn: Any, rows: list[tuple[int, float]]) -> list[tuple[str, float]]:
     paths = store.paths_by_ids(conn, [doc for doc, _ in rows])
     return [(paths[doc], score) for doc, score in rows]
+
+
+def update_both(cli: Any, postgres_url: str) -> None:
+    """`update` on the SQLite index, then on the PostgreSQL one."""
+    for args in (("update",), ("--index", postgres_url, "update")):
+        result = cli(*args)
+        assert result.exit_code == 0, result.stderr
+
+
+def compare_searches(sqlite: Any, postgres: Any, expressions: list[str], scopes: Any) -> int:
+    """Each expression searched in each (collection, limit) of ``scopes`` on both backends: the
+    same documents with the same scores; returns how many results were compared."""
+    compared = 0
+    for expression in expressions:
+        for collection, limit in scopes:
+            expected = sqlite_store.keyword_search(sqlite, expression, collection, limit)
+            found = pg_store.keyword_search(postgres, expression, collection, limit)
+            assert _named(pg_store, postgres, found) == _named(sqlite_store, sqlite, expected), expression
+            compared += len(expected)
+    return compared
+
+
+def assert_statistics_recounted(postgres: Any) -> None:
+    """The kept document frequencies equal a recount over the packed postings."""
+    counted = postgres.execute(
+        "SELECT p.term, count(DISTINCT u.d) FROM postings AS p, unnest(p.docs) AS u(d) GROUP BY p.term"
+    ).fetchall()
+    assert pg_store.term_statistics(postgres) == {term: int(n) for term, n in counted}
 
 
 def test_keyword_search_scores_in_sql_as_fts5_does(both: Any) -> None:
@@ -237,29 +268,14 @@ def test_an_index_of_schema_version_8_is_migrated_and_ranks_alike(
     changed.write_text("# Changed\n\nThe backup is restored from the archive.\n", encoding="utf-8")
     removed = next(path for path in sorted((tmp_path / "garden").rglob("*.md")))
     removed.unlink()
-    for args in (("update",), ("--index", postgres_url, "update")):
-        result = cli(*args)
-        assert result.exit_code == 0, result.stderr
+    update_both(cli, postgres_url)
     sqlite = db.open_read(index_path)
     try:
         with PostgresBackend(postgres_url).reading() as postgres:
             version = postgres.execute("SELECT version FROM tansaku_schema").fetchone()[0]
             assert version == SCHEMA_VERSION
-            compared = 0
-            for expression in [*HARD, *_expressions()]:
-                for collection, limit in ((None, None), ("sample", 10)):
-                    expected = sqlite_store.keyword_search(sqlite, expression, collection, limit)
-                    found = pg_store.keyword_search(postgres, expression, collection, limit)
-                    assert _named(pg_store, postgres, found) == _named(sqlite_store, sqlite, expected), (
-                        expression
-                    )
-                    compared += len(expected)
+            compared = compare_searches(sqlite, postgres, [*HARD, *_expressions()], SCOPES)
             assert compared > 500
-            stats = pg_store.term_statistics(postgres)
-            counted = postgres.execute(
-                "SELECT p.term, count(DISTINCT u.d) FROM postings AS p, unnest(p.docs) AS u(d)"
-                " GROUP BY p.term"
-            ).fetchall()
-            assert stats == {term: int(n) for term, n in counted}
+            assert_statistics_recounted(postgres)
     finally:
         sqlite.close()

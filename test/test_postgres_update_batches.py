@@ -25,7 +25,7 @@ from tansaku.store.postgres.backend import PostgresBackend
 
 from .conftest import REPO, CliResult, share_collections
 from .postgres_fixture import requires_postgres
-from .test_postgres_bm25_sql import HARD, _named
+from .test_postgres_bm25_sql import HARD, SCOPES, assert_statistics_recounted, compare_searches, update_both
 
 pytestmark = requires_postgres
 
@@ -86,9 +86,7 @@ def test_small_batches_make_the_index_one_document_at_a_time_made(
     files[1].rename(files[1].with_name("moved-" + files[1].name))
     files[2].unlink()
     (tmp_path / "sample" / "added.md").write_text("# Added\n\nA zebrafish backup, and the archive.\n")
-    for args in (("update",), ("--index", postgres_url, "update")):
-        result = cli(*args)
-        assert result.exit_code == 0, result.stderr
+    update_both(cli, postgres_url)
     sqlite = db.open_read(index_path)
     try:
         with PostgresBackend(postgres_url).reading() as postgres:
@@ -100,26 +98,12 @@ def test_small_batches_make_the_index_one_document_at_a_time_made(
                 (row[1], row[2]): row[0]
                 for row in sqlite.execute("SELECT id, collection, path FROM documents")
             }
-            stats = pg_store.term_statistics(postgres)
-            counted = postgres.execute(
-                "SELECT p.term, count(DISTINCT u.d) FROM postings AS p, unnest(p.docs) AS u(d)"
-                " GROUP BY p.term"
-            ).fetchall()
-            assert stats == {term: int(n) for term, n in counted}
+            assert_statistics_recounted(postgres)
             totals = postgres.execute("SELECT docs, tokens FROM keyword_totals").fetchone()
             assert tuple(totals) == tuple(
                 postgres.execute("SELECT count(*), sum(fts_tokens) FROM documents").fetchone()
             )
-            compared = 0
-            for expression in HARD:
-                for collection, limit in ((None, None), ("sample", 10)):
-                    expected = sqlite_store.keyword_search(sqlite, expression, collection, limit)
-                    found = pg_store.keyword_search(postgres, expression, collection, limit)
-                    assert _named(pg_store, postgres, found) == _named(sqlite_store, sqlite, expected), (
-                        expression
-                    )
-                    compared += len(expected)
-            assert compared > 50
+            assert compare_searches(sqlite, postgres, HARD, SCOPES) > 50
     finally:
         sqlite.close()
 
@@ -179,17 +163,12 @@ def test_a_session_grown_twice_keeps_one_set_of_postings(
     _add_both(cli, postgres_url, tmp_path)
     for line in ("Also pinned the kumquat surcharge to the store time zone.", "Then the kumquat rota."):
         _append(tmp_path / "agents" / "claude" / SHOP, line)
-        for args in (("update",), ("--index", postgres_url, "update")):
-            result = cli(*args)
-            assert result.exit_code == 0, result.stderr
+        update_both(cli, postgres_url)
     sqlite = db.open_read(index_path)
     try:
         with PostgresBackend(postgres_url).reading() as postgres:
             assert _entries(postgres) == _expected(postgres)
             for expression in ('"kumquat"', '"time zone"', '"rota"'):
-                expected = sqlite_store.keyword_search(sqlite, expression, None, None)
-                found = pg_store.keyword_search(postgres, expression, None, None)
-                assert _named(pg_store, postgres, found) == _named(sqlite_store, sqlite, expected)
-                assert expected, expression
+                assert compare_searches(sqlite, postgres, [expression], [(None, None)]), expression
     finally:
         sqlite.close()
