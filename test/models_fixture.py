@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tansaku.models import convert
+from tansaku.models.convert_cross_encoder import convert_cross_encoder_for_tests
 
 __all__ = [
     "cross_encoder_gguf",
@@ -72,18 +73,29 @@ def model_cache_dir() -> Path:
     return Path(configured) if configured else Path(tempfile.gettempdir()) / "tansaku-test-models"
 
 
+def _converter_source_hash() -> str:
+    """A hash of every module of the converter (models/convert.py and its convert_*.py siblings,
+    the tests' cross-encoder builder among them), so a change to any of them reconverts. A glob
+    rather than a list, so that a module split off later is covered without editing this file."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(convert.__file__).parent.glob("convert*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def _converted(prefix: str, suffix: str, build: Callable[[Path, Path], object]) -> Path:
     """The cached result of ``build(minilm_folder, path)``, built once per converter change.
 
-    The file name carries the package version, the converter version and a hash of the converter
-    source, so editing the converter reconverts instead of testing a stale file. The converter
-    writes atomically, so a concurrent run never loads half a file.
+    The file name carries the package version, the converter version and a hash of the converter's
+    source (all its modules), so editing the converter reconverts instead of testing a stale file.
+    The converter writes atomically, so a concurrent run never loads half a file.
     """
     src = convert.find_minilm_package()
     if src is None:
         raise RuntimeError(f"the MiniLM test model is not installed: {_INSTALL_HINT}")
     version = importlib.metadata.version(convert.MINILM_DISTRIBUTION)
-    source_hash = hashlib.sha256(Path(convert.__file__).read_bytes()).hexdigest()[:12]
+    source_hash = _converter_source_hash()
     cache_dir = model_cache_dir()
     path = cache_dir / f"{prefix}{version}-c{convert.CONVERTER_VERSION}-{source_hash}-{suffix}.gguf"
     if not path.is_file():
@@ -108,5 +120,5 @@ def minilm_gguf() -> Path:
 @cache
 def cross_encoder_gguf() -> Path:
     """MiniLM as a rank-pooling cross-encoder with a generated head (see
-    ``convert.convert_cross_encoder_for_tests``): f32, about 90 MB, built once per converter change."""
-    return _converted("minilm-l6-v2-", "rerank-f32", convert.convert_cross_encoder_for_tests)
+    ``convert_cross_encoder_for_tests``): f32, about 90 MB, built once per converter change."""
+    return _converted("minilm-l6-v2-", "rerank-f32", convert_cross_encoder_for_tests)

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tansaku.models import convert
+from tansaku.models import convert, convert_write
 from tansaku.models.convert import convert_sentence_transformer, find_minilm_package
+from tansaku.models.convert_safetensors import read_safetensors
+from tansaku.models.convert_spec import read_vocab
 
 from . import models_fixture
 from .models_fixture import minilm_gguf, requires_llama, requires_minilm
@@ -134,7 +136,7 @@ def test_tokens_match_the_wordpiece_reference(embedder, text: str) -> None:
 def test_vectors_match_a_numpy_forward_pass_of_the_safetensors(embedder) -> None:
     # Checks every tensor's name, orientation and the pooling against the original f32 weights.
     np = pytest.importorskip("numpy")
-    raw = convert._read_safetensors(minilm_folder() / "model.safetensors")
+    raw = read_safetensors(minilm_folder() / "model.safetensors")
     weights = {name: np.asarray(a, dtype=np.float64) for name, a in raw.items() if a.dtype.kind == "f"}
     erf = np.vectorize(math.erf)
 
@@ -217,7 +219,7 @@ def test_converted_metadata_sets_the_tokenizer_up_for_llama_cpp(tmp_path: Path) 
 
 @requires_minilm
 def test_vocab_is_written_in_llama_cpp_wordpiece_form() -> None:
-    tokens, types, special = convert._read_vocab(minilm_folder(), 30522)
+    tokens, types, special = read_vocab(minilm_folder(), 30522)
     assert tokens[1996] == "\u2581the"  # word-initial: phantom-space prefix
     assert tokens[2015] == "s"  # "##s": continuation, prefix dropped
     assert tokens[101] == "[CLS]"  # special tokens stay verbatim
@@ -231,7 +233,7 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytes
         assert path.exists()  # the temporary file was written...
         raise OSError("disk full")
 
-    monkeypatch.setattr(convert, "_fsync_and_hash", fail)
+    monkeypatch.setattr(convert_write, "_fsync_and_hash", fail)
     out = tmp_path / "out"
     with pytest.raises(OSError, match="disk full"):
         convert_sentence_transformer(minilm_folder(), out / "model.gguf")
@@ -303,7 +305,7 @@ def test_safetensors_reader_decodes_f32_and_bf16(tmp_path: Path) -> None:
     # bfloat16 keeps the upper 16 bits of each float32.
     bf16 = b"".join(f32[i + 2 : i + 4] for i in range(0, 16, 4))
     write_safetensors(path, {"a": ("F32", [2, 2], f32), "b": ("BF16", [4], bf16)})
-    arrays = convert._read_safetensors(path)
+    arrays = read_safetensors(path)
     assert arrays["a"].tolist() == [[1.5, -2.0], [0.25, 3.0]]
     assert arrays["b"].tolist() == values
 
@@ -313,13 +315,13 @@ def test_safetensors_reader_rejects_damaged_files(tmp_path: Path) -> None:
     path = tmp_path / "model.safetensors"
     path.write_bytes(b"\x00\x01")
     with pytest.raises(ValueError, match="too short"):
-        convert._read_safetensors(path)
+        read_safetensors(path)
     path.write_bytes(struct.pack("<Q", 10**9) + b"{}")
     with pytest.raises(ValueError, match="bad header length"):
-        convert._read_safetensors(path)
+        read_safetensors(path)
     write_safetensors(path, {"a": ("F32", [4], b"\x00" * 8)})  # shape says 16 bytes
     with pytest.raises(ValueError, match="inconsistent offsets"):
-        convert._read_safetensors(path)
+        read_safetensors(path)
 
 
 @requires_minilm

@@ -1,8 +1,9 @@
 """Cross-encoder reranking through llama.cpp's rank pooling, and ``open_reranker``'s choice of scorer.
 
-The cross-encoder is MiniLM with a generated head (``convert.convert_cross_encoder_for_tests``),
-fitted to tell a passage sharing the query's words from an unrelated one on probe pairs; the
-ordering test uses other pairs. It is no relevance model beyond that.
+The cross-encoder is MiniLM with a generated head (``convert_cross_encoder_for_tests``, in
+models/convert_cross_encoder.py), fitted to tell a passage sharing the query's words from an
+unrelated one on probe pairs; the ordering test uses other pairs. It is no relevance model beyond
+that.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tansaku.models import convert
+from tansaku.models.convert_cross_encoder import convert_cross_encoder_for_tests
 from tansaku.models.cross_encoder import LlamaCrossEncoder, open_reranker
 from tansaku.models.gguf import file_sha256
 from tansaku.models.llama_causal import LlamaYesNoScorer
@@ -150,7 +152,7 @@ def test_a_rerank_template_gives_the_same_pairs(reranker: LlamaCrossEncoder, tmp
     src = convert.find_minilm_package()
     assert src is not None
     path = tmp_path / "templated.gguf"
-    convert.convert_cross_encoder_for_tests(src, path, rerank_template="[CLS]{query}[SEP]{document}[SEP]")
+    convert_cross_encoder_for_tests(src, path, rerank_template="[CLS]{query}[SEP]{document}[SEP]")
     with LlamaCrossEncoder(path, n_threads=THREADS) as templated:
         for document in ("Restore files.", PASSAGE * 200, ""):
             assert templated.pair_tokens(QUERY, document) == reranker.pair_tokens(QUERY, document)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tansaku.models.convert import _card_languages
+from tansaku.models.convert_card import card_languages
 from tansaku.models.languages import reads_cjk, unreadable_share
 
 from .models_fixture import minilm_gguf, requires_llama, requires_minilm
@@ -29,11 +29,11 @@ MIXED = "GBK 编码的文本文件怎么转成 UTF-8"
 def test_the_model_cards_languages_are_read(tmp_path: Path, card: str, expected: tuple[str, ...]) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(card, encoding="utf-8")
-    assert _card_languages(readme) == expected
+    assert card_languages(readme) == expected
 
 
 def test_a_folder_without_a_card_declares_nothing(tmp_path: Path) -> None:
-    assert _card_languages(tmp_path / "README.md") == ()
+    assert card_languages(tmp_path / "README.md") == ()
 
 
 @pytest.mark.parametrize(
