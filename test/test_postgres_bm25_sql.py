@@ -21,6 +21,8 @@ import pytest
 from tansaku.fields.where import parse_where
 from tansaku.store import db
 from tansaku.store import documents as sqlite_store
+from tansaku.store.backend import documents as routed_documents
+from tansaku.store.documents import KeywordScope
 from tansaku.store.fields import document_filter
 from tansaku.store.postgres import bm25_sql
 from tansaku.store.postgres import documents as pg_store
@@ -79,8 +81,8 @@ def both(cli: Callable[..., CliResult], postgres_url: str, tmp_path: Path, index
 SCOPES = ((None, None), ("sample", 10))  # (collection, limit): everywhere, and one collection
 
 
-def _named(store: Any, conn: Any, rows: list[tuple[int, float]]) -> list[tuple[str, float]]:
-    paths = store.paths_by_ids(conn, [doc for doc, _ in rows])
+def _named(conn: Any, rows: list[tuple[int, float]]) -> list[tuple[str, float]]:
+    paths = routed_documents.paths_by_ids(conn, [doc for doc, _ in rows])
     return [(paths[doc], score) for doc, score in rows]
 
 
@@ -97,9 +99,9 @@ def compare_searches(sqlite: Any, postgres: Any, expressions: list[str], scopes:
     compared = 0
     for expression in expressions:
         for collection, limit in scopes:
-            expected = sqlite_store.keyword_search(sqlite, expression, collection, limit)
-            found = pg_store.keyword_search(postgres, expression, collection, limit)
-            assert _named(pg_store, postgres, found) == _named(sqlite_store, sqlite, expected), expression
+            expected = sqlite_store.keyword_search(sqlite, expression, KeywordScope(collection, limit))
+            found = pg_store.keyword_search(postgres, expression, KeywordScope(collection, limit))
+            assert _named(postgres, found) == _named(sqlite, expected), expression
             compared += len(expected)
     return compared
 
@@ -112,6 +114,7 @@ def assert_statistics_recounted(postgres: Any) -> None:
     assert pg_store.term_statistics(postgres) == {term: int(n) for term, n in counted}
 
 
+@pytest.mark.sqlite_only("compares a SQLite index (the default) with a PostgreSQL one")
 def test_keyword_search_scores_in_sql_as_fts5_does(both: Any) -> None:
     sqlite, postgres = both
     numbering = "SELECT id, collection, path FROM documents ORDER BY id"
@@ -124,8 +127,9 @@ def test_keyword_search_scores_in_sql_as_fts5_does(both: Any) -> None:
     for expression in [*HARD, *_expressions()]:
         for weights in (sqlite_store.BM25_WEIGHTS, sqlite_store.PROSE_WEIGHTS):
             for collection, limit in ((None, None), ("sample", 10), ("garden", None)):
-                expected = sqlite_store.keyword_search(sqlite, expression, collection, limit, weights)
-                found = pg_store.keyword_search(postgres, expression, collection, limit, weights)
+                scope = KeywordScope(collection, limit)
+                expected = sqlite_store.keyword_search(sqlite, expression, scope, weights)
+                found = pg_store.keyword_search(postgres, expression, scope, weights)
                 assert found == expected, (expression, weights, collection)
                 compared += len(expected)
             expected_parts = sqlite_store.phrase_bm25(sqlite, expression, some, weights)
@@ -157,6 +161,7 @@ def test_an_and_of_words_sums_only_its_rarest_words_documents() -> None:
         assert "ORDER BY s.df" not in sql(other), other
 
 
+@pytest.mark.sqlite_only("compares a SQLite index (the default) with a PostgreSQL one")
 def test_the_where_filter_applies_inside_the_scoring_statement(both: Any) -> None:
     sqlite, postgres = both
     kept = 0
@@ -168,9 +173,9 @@ def test_the_where_filter_applies_inside_the_scoring_statement(both: Any) -> Non
     ):
         where = document_filter(parse_where(conditions))
         for collection, limit in ((None, 1), (None, None), ("garden", 3)):
-            expected = sqlite_store.keyword_search(sqlite, expression, collection, limit, where=where)
-            found = pg_store.keyword_search(postgres, expression, collection, limit, where=where)
-            assert _named(pg_store, postgres, found) == _named(sqlite_store, sqlite, expected), expression
+            expected = sqlite_store.keyword_search(sqlite, expression, KeywordScope(collection, limit, where))
+            found = pg_store.keyword_search(postgres, expression, KeywordScope(collection, limit, where))
+            assert _named(postgres, found) == _named(sqlite, expected), expression
             kept += len(expected)
         assert pg_store.keyword_count(postgres, expression, None, where) == sqlite_store.keyword_count(
             sqlite, expression, None, where
@@ -178,6 +183,7 @@ def test_the_where_filter_applies_inside_the_scoring_statement(both: Any) -> Non
     assert kept > 5
 
 
+@pytest.mark.sqlite_only("compares a SQLite index (the default) with a PostgreSQL one")
 def test_the_idfs_computed_here_score_as_the_servers(both: Any) -> None:
     """The way taken when the server's ``ln`` differs from math.log in the last bit (another
     libm): statistics read first, IDFs computed here, then scored; the same as FTS5 too."""
@@ -243,6 +249,7 @@ def undo_version_9(url: str) -> None:
                     copy.write_row((term, doc_id, column, "{" + ",".join(map(str, at)) + "}"))
 
 
+@pytest.mark.sqlite_only("compares a SQLite index (the default) with a PostgreSQL one")
 def test_an_index_of_schema_version_8_is_migrated_and_ranks_alike(
     cli: Callable[..., CliResult], postgres_url: str, tmp_path: Path, index_path: Path
 ) -> None:

@@ -78,13 +78,14 @@ def _expressions() -> list[str]:
     return list(dict.fromkeys(found))
 
 
+@pytest.mark.sqlite_only("compares a SQLite index (the default) with a PostgreSQL one")
 def test_every_expression_scores_as_fts5_does(corpus: Path, index_path: Path) -> None:
     conn = db.open_read(index_path)
     ids = [row[0] for row in conn.execute("SELECT id FROM documents")]
     positions: dict[str, dict[tuple[int, int], list[int]]] = defaultdict(dict)
     lengths: dict[int, int] = {}
     for doc_id in ids:
-        fts = sqlite_store._fts_stored(conn, doc_id)
+        fts = sqlite_store.stored_keywords(conn, doc_id)
         assert fts is not None
         columns = column_tokens([fts.path, fts.title, fts.body, fts.headings, fts.options])
         lengths[doc_id] = sum(len(column) for column in columns)

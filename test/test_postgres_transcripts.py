@@ -154,6 +154,7 @@ def _turn_rows(url: str, index_path: Path) -> tuple[list[tuple[Any, ...]], list[
     return lite, pg
 
 
+@pytest.mark.sqlite_only("compares a SQLite index (the default) with a PostgreSQL one")
 def test_an_update_keeps_sessions_and_rankings_equal(
     cli: Cli, postgres_url: str, corpus: Path, index_path: Path
 ) -> None:

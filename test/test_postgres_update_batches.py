@@ -61,6 +61,7 @@ def _expected(postgres: Any) -> dict[str, list[tuple[int, int, tuple[int, ...], 
     return {term: sorted(entries) for term, entries in expected.items()}
 
 
+@pytest.mark.sqlite_only("compares a SQLite index (the default) with a PostgreSQL one")
 def test_small_batches_make_the_index_one_document_at_a_time_made(
     cli: Callable[..., CliResult],
     postgres_url: str,
@@ -151,6 +152,7 @@ def test_a_batch_gives_each_documents_lengths_and_entries_as_one_at_a_time() -> 
         assert list(batch.rows()) == []
 
 
+@pytest.mark.sqlite_only("compares a SQLite index (the default) with a PostgreSQL one")
 def test_a_session_grown_twice_keeps_one_set_of_postings(
     cli: Callable[..., CliResult], postgres_url: str, tmp_path: Path, index_path: Path
 ) -> None:

@@ -58,6 +58,7 @@ def write_config(config_path: Path, sample: Path) -> None:
 # --- a fresh index ---------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("opens the SQLite file through store.db")
 def test_fresh_index_has_the_schema_version_and_wal(cli: Cli, indexed: Path, index_path: Path) -> None:
     conn = sqlean.connect(index_path)
     try:
@@ -68,6 +69,7 @@ def test_fresh_index_has_the_schema_version_and_wal(cli: Cli, indexed: Path, ind
         conn.close()
 
 
+@pytest.mark.sqlite_only("opens the SQLite file through store.db")
 def test_status_of_a_fresh_index(cli: Cli, indexed: Path, index_path: Path) -> None:
     data = ok_json(cli("status", "--json"))
     assert data["index_exists"] is True
@@ -80,6 +82,7 @@ def test_status_of_a_fresh_index(cli: Cli, indexed: Path, index_path: Path) -> N
     assert (info["collection"]["name"], info["documents"]) == ("sample", 13)
 
 
+@pytest.mark.sqlite_only("opens the SQLite file through store.db")
 def test_no_stray_files_beside_a_new_index(cli: Cli, indexed: Path, index_path: Path) -> None:
     names = {p.name for p in index_path.parent.iterdir()}
     # SQLite's own WAL companions may stay; temporary build files and the writer note may not.
@@ -87,6 +90,7 @@ def test_no_stray_files_beside_a_new_index(cli: Cli, indexed: Path, index_path: 
     assert index_path.name in names
 
 
+@pytest.mark.sqlite_only("opens the SQLite file through store.db")
 def test_no_stray_files_after_updates(cli: Cli, indexed: Path, index_path: Path) -> None:
     (indexed / "new.md").write_text("# new\n", encoding="utf-8")
     assert cli("update", "--json").exit_code == 0
@@ -130,6 +134,7 @@ def test_status_with_a_configured_but_unindexed_collection(
     assert "(not created yet)" in text
 
 
+@pytest.mark.sqlite_only("opens the SQLite file through store.db")
 def test_status_never_changes_an_existing_index(cli: Cli, indexed: Path, index_path: Path) -> None:
     (indexed / "notes" / "ideas.md").unlink()
     (indexed / "new.md").write_text("# new\n", encoding="utf-8")
@@ -141,6 +146,7 @@ def test_status_never_changes_an_existing_index(cli: Cli, indexed: Path, index_p
     assert ok_json(cli("status", "--json"))["pending"] == data["pending"]
 
 
+@pytest.mark.sqlite_only("opens the SQLite file through store.db")
 def test_search_never_changes_the_index(cli: Cli, indexed: Path, index_path: Path) -> None:
     before = snapshot(index_path)
     assert ok_json(cli("search", "backups", "--json"))["results"]
@@ -166,6 +172,7 @@ def test_read_commands_without_an_index(
     assert not index_path.exists()
 
 
+@pytest.mark.sqlite_only("opens the SQLite file through store.db")
 def test_search_without_index_or_config(cli: Cli, index_path: Path, config_path: Path) -> None:
     error = failed(cli("search", "anything", "--json"), "INDEX_MISSING")
     assert "collection add" in error["hint"]
@@ -173,6 +180,7 @@ def test_search_without_index_or_config(cli: Cli, index_path: Path, config_path:
     assert not config_path.exists()
 
 
+@pytest.mark.sqlite_only("opens the SQLite file through store.db")
 def test_search_without_index_in_plain_text(cli: Cli) -> None:
     result = cli("search", "anything")
     assert result.exit_code == 3
@@ -184,6 +192,7 @@ def test_search_without_index_in_plain_text(cli: Cli) -> None:
 # --- newer schema -------------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("opens the SQLite file through store.db")
 def test_newer_schema_is_refused_by_search(cli: Cli, indexed: Path, index_path: Path) -> None:
     set_user_version(index_path, 99)
     before = snapshot(index_path)
@@ -193,6 +202,7 @@ def test_newer_schema_is_refused_by_search(cli: Cli, indexed: Path, index_path: 
     assert snapshot(index_path) == before
 
 
+@pytest.mark.sqlite_only("opens the SQLite file through store.db")
 def test_newer_schema_is_not_touched_by_update(cli: Cli, indexed: Path, index_path: Path) -> None:
     set_user_version(index_path, 99)
     (indexed / "new.md").write_text("# new\n", encoding="utf-8")
@@ -202,6 +212,7 @@ def test_newer_schema_is_not_touched_by_update(cli: Cli, indexed: Path, index_pa
     assert snapshot(index_path) == before
 
 
+@pytest.mark.sqlite_only("opens the SQLite file through store.db")
 def test_newer_schema_is_a_status_warning(cli: Cli, indexed: Path, index_path: Path) -> None:
     set_user_version(index_path, 99)
     data = ok_json(cli("status", "--json"))

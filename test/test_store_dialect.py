@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 from typing import Any
 
 import pytest
@@ -16,6 +17,8 @@ from tansaku.store.dialect import POSTGRES, SQLITE
 
 class Recorder:
     """A connection that keeps what it is asked to run; ``postgres`` makes it say so."""
+
+    keyword_rows = None  # a PostgreSQL connection's: no update holds new documents back
 
     def __init__(self, *, postgres: bool) -> None:
         if postgres:
@@ -144,3 +147,44 @@ def test_the_where_test_is_written_once_in_either_placeholders() -> None:
     )
     assert list(sqlite_filter.params) == params == ["tags", "x", "date", "2024-01-01"]
     assert pg_fields.passing(fields.document_filter(()), "id") == ("(true)", [])
+
+
+def test_documents_run_the_same_statements_on_either_connection() -> None:
+    sqlite, postgres = Recorder(postgres=False), Recorder(postgres=True)
+    for conn in (sqlite, postgres):
+        routed.documents.document_at(conn, "docs", "a.md")
+        routed.documents.documents_by_ids(conn, [3, 1])
+        routed.documents.touch_document(conn, 3, 10, 20)
+        routed.documents.skipped_in(conn, "docs")
+        routed.documents.set_collection_state(conn, "docs", "/d", "now", 2)
+    assert [sql.replace("?", "%s") for sql, _ in sqlite.sent] == [
+        sql.replace("= ANY(%s)", "IN (%s,%s)") for sql, _ in postgres.sent
+    ]
+    assert sqlite.sent[1][1] == [3, 1] and postgres.sent[1][1] == [[3, 1]]
+    assert sqlite.sent[-1][0].startswith("INSERT INTO collection_state")
+
+
+# Store functions PostgreSQL has no form of, on purpose: they read what only a SQLite file has
+# (FTS5's and sqlite-vec's tables), or build SQLite's SQL for a caller that runs it there.
+SQLITE_ONLY = {
+    "vectors": {"model_vectors_by_text", "without_direction"},
+    "fields": {"document_filter"},
+    "health": {"fts_and_document_counts", "vec_version"},
+}
+
+
+def test_every_store_function_runs_on_postgresql_or_is_named_sqlite_only() -> None:
+    concerns = ("documents", "chunks", "vectors", "fields", "extractions", "removal", "health", "transcripts")
+    for name in concerns:
+        module = importlib.import_module(f"tansaku.store.{name}")
+        own = routed._postgres_module(name)
+        missing = {
+            attr
+            for attr, value in vars(module).items()
+            if isinstance(value, types.FunctionType)
+            and value.__module__ == module.__name__
+            and not attr.startswith("_")
+            and not dialect.is_both(value)
+            and not hasattr(own, attr)
+        }
+        assert missing == SQLITE_ONLY.get(name, set()), name

@@ -15,7 +15,6 @@ applied in one transaction.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections import deque
@@ -30,7 +29,6 @@ from ..sources.formats.guard import ExtractionPool
 from ..sources.outline import outline
 from ..sources.reader import INDEXER_VERSION, ReadDocument, line_count, read_document
 from ..sources.walk import FoundFile, walk_collection
-from ..store.backend import POSTGRES, backend_of
 from ..store.backend import chunks as chunk_store
 from ..store.backend import documents as store
 from ..store.backend import extractions as extraction_store
@@ -283,7 +281,7 @@ def apply(
         chunking = _Chunking(params, summary, chunk_store.chunked_hashes(conn, params.fingerprint(), new))
     total = len(work.change) + len(work.add)
     fields = FieldWriter(work.broken_front)
-    with _batched(conn):
+    with store.batched(conn):
         for old in work.remove:
             store.delete_document(conn, old.id)
         for old, item, doc in work.change:
@@ -309,16 +307,6 @@ def apply(
     _store_extractions(conn, work.extractions, indexed_at)
     store.replace_skipped(conn, collection.name, work.lasting_skips)
     store.set_collection_state(conn, collection.name, collection.path, indexed_at, INDEXER_VERSION)
-
-
-def _batched(conn: object) -> contextlib.AbstractContextManager[None]:
-    """On PostgreSQL, new documents' rows sent in batches rather than one round trip each (all
-    sent when the block ends); SQLite's are local writes already."""
-    if backend_of(conn) != POSTGRES:
-        return contextlib.nullcontext()
-    from ..store.postgres.documents import batched
-
-    return batched(conn)
 
 
 def _store_extractions(conn: object, log: ExtractionLog, now: str) -> None:

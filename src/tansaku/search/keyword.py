@@ -12,7 +12,7 @@ from typing import Any
 from .. import limits
 from ..errors import EmptyQuery
 from ..store.backend import documents as store
-from ..store.documents import StoredDocument
+from ..store.documents import KeywordScope, StoredDocument
 from ..store.fields import DocumentFilter
 from ..text.cjk import has_cjk
 from ..types import Collection, Hit, Notice, SearchResult, Snippet
@@ -276,7 +276,7 @@ def _candidates(
     for collection in collections:
         limits.check()
         scope = None if whole_index else collection.name
-        rows = store.keyword_search(conn, expression, scope, pool, weights, where)
+        rows = store.keyword_search(conn, expression, KeywordScope(scope, pool, where), weights)
         for doc_id, raw in rows:
             found.setdefault(doc_id, raw)
         full_pool = pool is not None and len(rows) == pool

@@ -1,12 +1,23 @@
-"""SQL for documents, their text and their keyword rows. Callers pass text already segmented."""
+"""SQL for documents, their text and their keyword rows. Callers pass text already segmented.
+
+Written once for both backends (``@both``, store/dialect.py) but for what differs: how a
+document's keyword columns go into and out of the keyword index (FTS5 here; postings on
+PostgreSQL: ``insert_document``, ``unindex_keywords``, ``index_keywords``), keyword search and
+its statistics, ``put_content``, ``prune_content`` and ``rename_collection``. PostgreSQL holds an
+update's new documents back and sends them in batches (``batched``); a shared read sends them
+first (``send_held``, nothing to do on SQLite, which writes each document at once).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .fields import DocumentFilter, delete_fields
+from . import routed
+from .dialect import both, dialect, run, run_many
+from .fields import DocumentFilter
 
 # Column weights for bm25(), in the table's column order: path, title, body, headings (headings
 # and the names a document defines), options (the command-line options it documents).
@@ -30,125 +41,151 @@ class StoredDocument:
 
 
 _COLUMNS = "id, collection, path, hash, title, size, mtime_ns, line_count, repaired, indexed_at"
+# The highest code point: ``prefix <= hash < prefix + _LAST`` is every hash that starts with prefix.
+_LAST = "\U0010ffff"
 
 
-def _doc(row: Any) -> StoredDocument:
+def _doc(row: Sequence[Any]) -> StoredDocument:
     return StoredDocument(
-        id=row["id"],
-        collection=row["collection"],
-        path=row["path"],
-        hash=row["hash"],
-        title=row["title"],
-        size=row["size"],
-        mtime_ns=row["mtime_ns"],
-        line_count=row["line_count"],
-        repaired=bool(row["repaired"]),
-        indexed_at=row["indexed_at"],
+        id=int(row[0]),
+        collection=row[1],
+        path=row[2],
+        hash=row[3],
+        title=row[4],
+        size=int(row[5]),
+        mtime_ns=int(row[6]),
+        line_count=int(row[7]),
+        repaired=bool(row[8]),
+        indexed_at=row[9],
     )
 
 
+def send_held(conn: Any) -> None:
+    """The new documents an update holds back, in the database (before a statement that reads or
+    changes documents). SQLite holds none: each is written at once."""
+
+
+def batched(conn: Any) -> contextlib.AbstractContextManager[None]:
+    """New documents written in batches inside the block (index/update.py's apply of a file
+    collection); SQLite's are local writes already."""
+    return contextlib.nullcontext()
+
+
+@both
 def documents_in(conn: Any, collection: str) -> dict[str, StoredDocument]:
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE collection = ?", (collection,))
-    return {row["path"]: _doc(row) for row in rows}
+    routed.documents.send_held(conn)
+    rows = run(conn, f"SELECT {_COLUMNS} FROM documents WHERE collection = ?", (collection,))
+    return {row[2]: _doc(row) for row in rows}
 
 
+@both
 def list_documents(conn: Any, collection: str, prefix: str = "") -> list[StoredDocument]:
+    routed.documents.send_held(conn)
     if prefix:
-        rows = conn.execute(
+        rows = run(
+            conn,
             f"SELECT {_COLUMNS} FROM documents WHERE collection = ? AND (path = ? OR substr(path, 1, ?) = ?)"
             " ORDER BY path",
             (collection, prefix, len(prefix) + 1, prefix + "/"),
         )
     else:
-        rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM documents WHERE collection = ? ORDER BY path", (collection,)
+        rows = run(
+            conn, f"SELECT {_COLUMNS} FROM documents WHERE collection = ? ORDER BY path", (collection,)
         )
     return [_doc(row) for row in rows]
 
 
+@both
 def all_documents(conn: Any, collections: Sequence[str] | None = None) -> list[StoredDocument]:
+    routed.documents.send_held(conn)
     if collections is None:
-        rows = conn.execute(f"SELECT {_COLUMNS} FROM documents ORDER BY collection, path")
+        rows = run(conn, f"SELECT {_COLUMNS} FROM documents ORDER BY collection, path")
     else:
-        marks = ",".join("?" * len(collections))
-        rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM documents WHERE collection IN ({marks}) ORDER BY collection, path",
-            tuple(collections),
+        condition, params = dialect(conn).one_of("collection", collections)
+        rows = run(
+            conn, f"SELECT {_COLUMNS} FROM documents WHERE {condition} ORDER BY collection, path", params
         )
     return [_doc(row) for row in rows]
 
 
+@both
 def document_at(conn: Any, collection: str, path: str) -> StoredDocument | None:
-    row = conn.execute(
-        f"SELECT {_COLUMNS} FROM documents WHERE collection = ? AND path = ?", (collection, path)
+    routed.documents.send_held(conn)
+    row = run(
+        conn, f"SELECT {_COLUMNS} FROM documents WHERE collection = ? AND path = ?", (collection, path)
     ).fetchone()
     return _doc(row) if row else None
 
 
+@both
 def documents_by_hash_prefix(conn: Any, prefix: str, limit: int = 20) -> list[StoredDocument]:
     # A range scan uses the hash index; LIKE would not (it is case-insensitive by default).
-    upper = prefix + "\uffff"
-    rows = conn.execute(
+    routed.documents.send_held(conn)
+    rows = run(
+        conn,
         f"SELECT {_COLUMNS} FROM documents WHERE hash >= ? AND hash < ? ORDER BY collection, path LIMIT ?",
-        (prefix, upper, limit),
+        (prefix, prefix + _LAST, limit),
     )
     return [_doc(row) for row in rows]
 
 
+def _in_batches(conn: Any, select: str, column: str, values: Iterable[Any]) -> Iterator[Any]:
+    """The rows of ``select`` (it ends in WHERE) for ``column`` one of ``values``, as few
+    statements as the dialect needs."""
+    words = dialect(conn)
+    for part in words.batches(list(values)):
+        condition, params = words.one_of(column, part)
+        yield from run(conn, f"{select} {condition}", params)
+
+
+@both
 def documents_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, StoredDocument]:
-    ids = list(ids)
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE id IN ({marks})", ids)
-    return {row["id"]: _doc(row) for row in rows}
+    routed.documents.send_held(conn)
+    rows = _in_batches(conn, f"SELECT {_COLUMNS} FROM documents WHERE", "id", ids)
+    return {int(row[0]): _doc(row) for row in rows}
 
 
+@both
 def paths_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, str]:
     """Each document's path (relative to its collection), by id."""
-    ids = list(ids)
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    return dict(conn.execute(f"SELECT id, path FROM documents WHERE id IN ({marks})", ids).fetchall())
+    routed.documents.send_held(conn)
+    return {int(i): p for i, p in _in_batches(conn, "SELECT id, path FROM documents WHERE", "id", ids)}
 
 
+@both
 def collection_paths(conn: Any, collection: str) -> dict[int, str]:
     """Every document's path in a collection, by id."""
-    return dict(conn.execute("SELECT id, path FROM documents WHERE collection = ?", (collection,)).fetchall())
+    routed.documents.send_held(conn)
+    rows = run(conn, "SELECT id, path FROM documents WHERE collection = ?", (collection,))
+    return {int(i): p for i, p in rows}
 
 
+@both
 def body(conn: Any, content_hash: str) -> str:
-    row = conn.execute("SELECT body FROM content WHERE hash = ?", (content_hash,)).fetchone()
-    return row["body"] if row else ""
+    routed.documents.send_held(conn)
+    row = run(conn, "SELECT body FROM content WHERE hash = ?", (content_hash,)).fetchone()
+    return row[0] if row else ""
 
 
+@both
 def bodies(conn: Any, hashes: Iterable[str]) -> dict[str, str]:
-    hashes = list(set(hashes))
-    if not hashes:
-        return {}
-    marks = ",".join("?" * len(hashes))
-    rows = conn.execute(f"SELECT hash, body FROM content WHERE hash IN ({marks})", hashes)
-    return {row["hash"]: row["body"] for row in rows}
+    routed.documents.send_held(conn)
+    return {h: b for h, b in _in_batches(conn, "SELECT hash, body FROM content WHERE", "hash", set(hashes))}
 
 
+@both
 def text_bytes(conn: Any, hashes: Iterable[str]) -> dict[str, int]:
     """Each text's size in UTF-8 bytes, without reading the texts (octet_length reads the record's
     header, not the text; multi-get's --max-bytes looks at the text, not at the file)."""
-    hashes = list(set(hashes))
-    sizes: dict[str, int] = {}
-    for start in range(0, len(hashes), 500):  # below SQLite's bound on bound parameters
-        part = hashes[start : start + 500]
-        marks = ",".join("?" * len(part))
-        rows = conn.execute(
-            f"SELECT hash, octet_length(body) AS n FROM content WHERE hash IN ({marks})", part
-        )
-        sizes.update((row["hash"], row["n"]) for row in rows)
-    return sizes
+    routed.documents.send_held(conn)
+    select = "SELECT hash, octet_length(body) FROM content WHERE"
+    return {h: int(n) for h, n in _in_batches(conn, select, "hash", set(hashes))}
 
 
+@both
 def has_content(conn: Any, content_hash: str) -> bool:
-    return conn.execute("SELECT 1 FROM content WHERE hash = ?", (content_hash,)).fetchone() is not None
+    routed.documents.send_held(conn)
+    return run(conn, "SELECT 1 FROM content WHERE hash = ?", (content_hash,)).fetchone() is not None
 
 
 def put_content(conn: Any, content_hash: str, text: str) -> None:
@@ -166,42 +203,53 @@ class FtsText:
     options: str = ""
 
 
+def document_values(doc: StoredDocument, text: str, fts: FtsText) -> tuple[Any, ...]:
+    """A new document's row, from ``collection`` to ``fts_options`` in the table's order (a body
+    that is the text itself is not kept twice)."""
+    return (
+        doc.collection,
+        doc.path,
+        doc.hash,
+        doc.title,
+        doc.size,
+        doc.mtime_ns,
+        doc.line_count,
+        bool(doc.repaired),
+        doc.indexed_at,
+        fts.path,
+        fts.title,
+        None if fts.body == text else fts.body,
+        fts.headings,
+        fts.options,
+    )
+
+
 def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> int:
     cursor = conn.execute(
         "INSERT INTO documents (collection, path, hash, title, size, mtime_ns, line_count, repaired,"
         " indexed_at, fts_path, fts_title, fts_body, fts_headings, fts_options)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            doc.collection,
-            doc.path,
-            doc.hash,
-            doc.title,
-            doc.size,
-            doc.mtime_ns,
-            doc.line_count,
-            int(doc.repaired),
-            doc.indexed_at,
-            fts.path,
-            fts.title,
-            None if fts.body == text else fts.body,
-            fts.headings,
-            fts.options,
-        ),
+        document_values(doc, text, fts),
     )
     doc_id = int(cursor.lastrowid)
-    _fts_insert(conn, doc_id, fts)
+    index_keywords(conn, doc_id, fts)
     return doc_id
 
 
-def _fts_insert(conn: Any, doc_id: int, fts: FtsText) -> None:
+def index_keywords(conn: Any, doc_id: int, fts: FtsText) -> None:
+    """A document's keyword columns into the keyword index (its row holds them already)."""
     conn.execute(
         "INSERT INTO documents_fts (rowid, path, title, body, headings, options) VALUES (?, ?, ?, ?, ?, ?)",
         (doc_id, fts.path, fts.title, fts.body, fts.headings, fts.options),
     )
 
 
-def _fts_stored(conn: Any, doc_id: int) -> FtsText | None:
-    row = conn.execute(
+@both
+def stored_keywords(conn: Any, doc_id: int) -> FtsText | None:
+    """What the document's keyword columns hold, as its row keeps them."""
+    routed.documents.send_held(conn)
+    row = run(
+        conn,
         "SELECT d.fts_path, d.fts_title, coalesce(d.fts_body, c.body), d.fts_headings, d.fts_options"
         " FROM documents AS d JOIN content AS c ON c.hash = d.hash WHERE d.id = ?",
         (doc_id,),
@@ -209,9 +257,10 @@ def _fts_stored(conn: Any, doc_id: int) -> FtsText | None:
     return None if row is None else FtsText(row[0], row[1], row[2], row[3], row[4])
 
 
-def _fts_delete(conn: Any, doc_id: int) -> None:
-    """Remove a row from the contentless FTS table by replaying exactly what was inserted."""
-    fts = _fts_stored(conn, doc_id)
+def unindex_keywords(conn: Any, doc_id: int) -> None:
+    """A document's keyword columns out of the keyword index: the contentless FTS table's row
+    removed by replaying exactly what was inserted."""
+    fts = stored_keywords(conn, doc_id)
     if fts is not None:
         conn.execute(
             "INSERT INTO documents_fts (documents_fts, rowid, path, title, body, headings, options)"
@@ -220,39 +269,49 @@ def _fts_delete(conn: Any, doc_id: int) -> None:
         )
 
 
+@both
 def delete_document(conn: Any, doc_id: int) -> None:
-    _fts_delete(conn, doc_id)
-    delete_fields(conn, doc_id)
-    conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+    routed.documents.unindex_keywords(conn, doc_id)
+    routed.fields.delete_fields(conn, doc_id)
+    run(conn, "DELETE FROM documents WHERE id = ?", (doc_id,))
 
 
+@both
 def move_document(
     conn: Any, doc_id: int, new_path: str, fts_path: str, size: int, mtime_ns: int, indexed_at: str
 ) -> None:
-    """Same content at a new path: the row keeps its id; only the path tokens change in FTS."""
-    old = _fts_stored(conn, doc_id)
-    _fts_delete(conn, doc_id)
-    conn.execute(
+    """Same content at a new path: the row keeps its id; its keyword columns go out of the index
+    and back in with the new path."""
+    old = stored_keywords(conn, doc_id)
+    routed.documents.unindex_keywords(conn, doc_id)
+    run(
+        conn,
         "UPDATE documents SET path = ?, fts_path = ?, size = ?, mtime_ns = ?, indexed_at = ? WHERE id = ?",
         (new_path, fts_path, size, mtime_ns, indexed_at, doc_id),
     )
     if old is not None:
-        _fts_insert(conn, doc_id, FtsText(fts_path, old.title, old.body, old.headings, old.options))
+        moved = FtsText(fts_path, old.title, old.body, old.headings, old.options)
+        routed.documents.index_keywords(conn, doc_id, moved)
 
 
+@both
 def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
     """Same content, new stat: remember the stat so the next update skips the file unread."""
-    conn.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id))
+    routed.documents.send_held(conn)
+    run(conn, "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id))
 
 
+@both
 def document_ids_in(conn: Any, collection: str) -> list[int]:
-    return [row[0] for row in conn.execute("SELECT id FROM documents WHERE collection = ?", (collection,))]
+    routed.documents.send_held(conn)
+    return [int(row[0]) for row in run(conn, "SELECT id FROM documents WHERE collection = ?", (collection,))]
 
 
+@both
 def forget_collection_state(conn: Any, collection: str) -> None:
     """The collection's last update and the files it skipped go (its documents go one by one)."""
-    conn.execute("DELETE FROM collection_state WHERE name = ?", (collection,))
-    conn.execute("DELETE FROM skipped_files WHERE collection = ?", (collection,))
+    run(conn, "DELETE FROM collection_state WHERE name = ?", (collection,))
+    run(conn, "DELETE FROM skipped_files WHERE collection = ?", (collection,))
 
 
 @dataclass(frozen=True)
@@ -267,18 +326,22 @@ class SkippedRow:
     max_bytes: int
 
 
+@both
 def replace_skipped(conn: Any, collection: str, rows: Iterable[SkippedRow]) -> None:
     """The files this update of ``collection`` skipped, in place of the last update's."""
-    conn.execute("DELETE FROM skipped_files WHERE collection = ?", (collection,))
-    conn.executemany(
+    run(conn, "DELETE FROM skipped_files WHERE collection = ?", (collection,))
+    run_many(
+        conn,
         "INSERT INTO skipped_files (collection, path, size, mtime_ns, reason, max_bytes)"
         " VALUES (?, ?, ?, ?, ?, ?)",
         [(collection, r.path, r.size, r.mtime_ns, r.reason, r.max_bytes) for r in rows],
     )
 
 
+@both
 def skipped_in(conn: Any, collection: str) -> list[SkippedRow]:
-    rows = conn.execute(
+    rows = run(
+        conn,
         "SELECT path, size, mtime_ns, reason, max_bytes FROM skipped_files WHERE collection = ?"
         " ORDER BY path",
         (collection,),
@@ -297,8 +360,10 @@ def rename_collection(conn: Any, old: str, new: str) -> None:
     conn.execute("UPDATE skipped_files SET collection = ? WHERE collection = ?", (new, old))
 
 
+@both
 def set_collection_state(conn: Any, name: str, root: str, last_update: str, indexer_version: int) -> None:
-    conn.execute(
+    run(
+        conn,
         "INSERT INTO collection_state (name, root, last_update, indexer_version) VALUES (?, ?, ?, ?)"
         " ON CONFLICT (name) DO UPDATE SET root = excluded.root, last_update = excluded.last_update,"
         " indexer_version = excluded.indexer_version",
@@ -306,28 +371,47 @@ def set_collection_state(conn: Any, name: str, root: str, last_update: str, inde
     )
 
 
+@both
 def indexer_version(conn: Any, name: str) -> int | None:
-    row = conn.execute("SELECT indexer_version FROM collection_state WHERE name = ?", (name,)).fetchone()
+    row = run(conn, "SELECT indexer_version FROM collection_state WHERE name = ?", (name,)).fetchone()
     return None if row is None else int(row[0])
 
 
+@both
 def collection_states(conn: Any) -> dict[str, str | None]:
-    return {
-        row["name"]: row["last_update"]
-        for row in conn.execute("SELECT name, last_update FROM collection_state")
-    }
+    return {name: last for name, last in run(conn, "SELECT name, last_update FROM collection_state")}
 
 
+@both
 def collection_counts(conn: Any) -> dict[str, tuple[int, int]]:
     """name -> (document count, total bytes)."""
-    rows = conn.execute(
-        "SELECT collection, count(*) AS n, sum(size) AS bytes FROM documents GROUP BY collection"
-    )
-    return {row["collection"]: (row["n"], row["bytes"] or 0) for row in rows}
+    routed.documents.send_held(conn)
+    rows = run(conn, "SELECT collection, count(*), coalesce(sum(size), 0) FROM documents GROUP BY collection")
+    return {name: (int(n), int(size)) for name, n, size in rows}
 
 
+@both
 def all_paths(conn: Any) -> list[tuple[str, str]]:
-    return [(row[0], row[1]) for row in conn.execute("SELECT collection, path FROM documents")]
+    routed.documents.send_held(conn)
+    return [(c, p) for c, p in run(conn, "SELECT collection, path FROM documents")]
+
+
+@both
+def documents_with_hashes(conn: Any, hashes: Sequence[str]) -> list[StoredDocument]:
+    routed.documents.send_held(conn)
+    return [_doc(row) for row in _in_batches(conn, f"SELECT {_COLUMNS} FROM documents WHERE", "hash", hashes)]
+
+
+@both
+def defined_names(conn: Any, ids: Sequence[int], column: str) -> dict[int, list[str]]:
+    """The lines of a document's ``headings`` or ``options`` column (what it defines), by id; for
+    ``headings``, its title first (``package-lock.json`` is the title of the page defining it)."""
+    if column not in ("headings", "options") or not ids:
+        return {}
+    title = "title" if column == "headings" else "''"
+    condition, params = dialect(conn).one_of("id", list(ids))
+    rows = run(conn, f"SELECT id, {title}, fts_{column} FROM documents WHERE {condition}", params)
+    return {int(row[0]): [*([row[1]] if row[1] else []), *row[2].splitlines()] for row in rows}
 
 
 # --- keyword search -----------------------------------------------------------------------------
@@ -337,17 +421,22 @@ def _weights(weights: Sequence[float]) -> str:
     return ", ".join(str(float(w)) for w in weights)
 
 
+@dataclass(frozen=True)
+class KeywordScope:
+    """Which matches a keyword search returns: those of one collection (None: the whole index)
+    that ``where`` lets through (all without one), the best ``limit`` of them (None: all)."""
+
+    collection: str | None
+    limit: int | None
+    where: DocumentFilter | None = None
+
+
 def keyword_search(
-    conn: Any,
-    expression: str,
-    collection: str | None,
-    limit: int | None,
-    weights: Sequence[float] = BM25_WEIGHTS,
-    where: DocumentFilter | None = None,
+    conn: Any, expression: str, scope: KeywordScope, weights: Sequence[float] = BM25_WEIGHTS
 ) -> list[tuple[int, float]]:
-    """(document id, raw bm25) best first, for one collection (None: the whole index, without
-    the join that filters by collection), among the documents ``where`` lets through (all
-    without one), before the limit. bm25 is negative: lower is better."""
+    """(document id, raw bm25) best first, within ``scope`` (the whole index without the join
+    that filters by collection). bm25 is negative: lower is better."""
+    collection, limit, where = scope.collection, scope.limit, scope.where
     score = f"bm25(documents_fts, {_weights(weights)})"
     if collection is None:
         sql = f"SELECT rowid, {score} AS score FROM documents_fts WHERE documents_fts MATCH ?"
@@ -415,17 +504,6 @@ def phrase_frequency(conn: Any, expression: str) -> int:
     )
 
 
-def defined_names(conn: Any, ids: Sequence[int], column: str) -> dict[int, list[str]]:
-    """The lines of a document's ``headings`` or ``options`` column (what it defines), by id; for
-    ``headings``, its title first (``package-lock.json`` is the title of the page defining it)."""
-    if column not in ("headings", "options") or not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    title = "title" if column == "headings" else "''"
-    rows = conn.execute(f"SELECT id, {title}, fts_{column} FROM documents WHERE id IN ({marks})", list(ids))
-    return {row[0]: [*([row[1]] if row[1] else []), *row[2].splitlines()] for row in rows}
-
-
 def option_defined(conn: Any, name: str) -> bool:
     """Whether any document lists ``name`` as a command-line option (the options column)."""
     return _any_match(conn, 'options : "' + name.replace('"', '""') + '"')
@@ -469,13 +547,3 @@ def phrase_bm25(
         (expression,),
     )
     return {row[0]: row[1] for row in rows if row[0] in wanted}
-
-
-def documents_with_hashes(conn: Any, hashes: Sequence[str]) -> list[StoredDocument]:
-    found: list[StoredDocument] = []
-    for start in range(0, len(hashes), 500):
-        batch = list(hashes[start : start + 500])
-        marks = ",".join("?" * len(batch))
-        rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE hash IN ({marks})", batch)
-        found.extend(_doc(row) for row in rows)
-    return found

@@ -292,7 +292,10 @@ CREATE TABLE skipped_files (
 Migration = Callable[[Any], None]
 
 
-def _script(sql: str) -> Migration:
+def script(sql: str) -> Migration:
+    """A migration that runs the statements of ``sql`` (each ends with ";" and a new line), in
+    order; both backends' migrations are made of these."""
+
     def run(conn: Any) -> None:
         for statement in sql.split(";\n"):
             if statement.strip():
@@ -302,15 +305,15 @@ def _script(sql: str) -> Migration:
 
 
 MIGRATIONS: list[Migration] = [
-    _script(_V1),
-    _script(_V2),
-    _script(_V3),
-    _script(_V4),
+    script(_V1),
+    script(_V2),
+    script(_V3),
+    script(_V4),
     _v5,
-    _script(_V6),
-    _script(_V7),
-    _script(_V8),
-    _script(_V9),
+    script(_V6),
+    script(_V7),
+    script(_V8),
+    script(_V9),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -222,12 +222,12 @@ def replace_text(
     text: str,
 ) -> None:
     """The session grew: its document row keeps its id and takes the longer text (out of the
-    keyword index before, back in after: ``unindex_text``, ``index_text``)."""
-    routed.transcripts.unindex_text(conn, doc_id)
+    keyword index before, back in after)."""
+    routed.documents.unindex_keywords(conn, doc_id)
     run(
         conn,
         "UPDATE documents SET hash = ?, title = ?, size = ?, mtime_ns = ?, line_count = ?, indexed_at = ?,"
-        " fts_title = ?, fts_body = ? WHERE id = ?",
+        " fts_path = ?, fts_title = ?, fts_body = ?, fts_headings = ?, fts_options = ? WHERE id = ?",
         (
             new_hash,
             title,
@@ -235,20 +235,15 @@ def replace_text(
             mtime_ns,
             line_count,
             indexed_at,
+            fts.path,
             fts.title,
             None if fts.body == text else fts.body,
+            fts.headings,
+            fts.options,
             doc_id,
         ),
     )
-    routed.transcripts.index_text(conn, doc_id, fts)
-
-
-def unindex_text(conn: Any, doc_id: int) -> None:
-    doc_store._fts_delete(conn, doc_id)
-
-
-def index_text(conn: Any, doc_id: int, fts: doc_store.FtsText) -> None:
-    doc_store._fts_insert(conn, doc_id, fts)
+    routed.documents.index_keywords(conn, doc_id, fts)
 
 
 # chunk_vectors is keyed by (fingerprint, hash, ...): naming the models lets a look-up by hash use it.

@@ -1,5 +1,9 @@
-"""SQL for documents, their text and their keyword rows, on PostgreSQL: the functions of
-store/documents.py with the same names, arguments and results (see store/backend.py).
+"""Documents on PostgreSQL: what differs from store/documents.py (written once for both).
+
+How a document's keyword columns go into and out of the keyword index (``insert_document``,
+``unindex_keywords``, ``index_keywords``: postings written in batches, ``_KeywordRows``), new
+documents held back and sent in batches during an update (``batched``, ``send_held``), content
+written and pruned, a collection renamed with its keyword statistics.
 
 Keyword search takes the FTS5 expressions search/query.py writes and answers them as FTS5 would
 (expression.py parses them, bm25_sql.py matches and scores them in one statement over
@@ -10,137 +14,16 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..documents import BM25_WEIGHTS, FtsText, SkippedRow, StoredDocument
+from ..documents import BM25_WEIGHTS, FtsText, KeywordScope, StoredDocument, document_values
 from ..fields import DocumentFilter
 from . import bm25_sql
 from .bm25_sql import DOCUMENT_POSTINGS
 from .db import deferred
 from .expression import Expression, Phrase, parse
 from .tokens import Batch, column_tokens
-
-_COLUMNS = "id, collection, path, hash, title, size, mtime_ns, line_count, repaired, indexed_at"
-# The highest code point: ``prefix <= term < prefix + _LAST`` is every term that starts with prefix.
-_LAST = "\U0010ffff"
-
-
-def _doc(row: Sequence[Any]) -> StoredDocument:
-    return StoredDocument(
-        id=int(row[0]),
-        collection=row[1],
-        path=row[2],
-        hash=row[3],
-        title=row[4],
-        size=int(row[5]),
-        mtime_ns=int(row[6]),
-        line_count=int(row[7]),
-        repaired=bool(row[8]),
-        indexed_at=row[9],
-    )
-
-
-def documents_in(conn: Any, collection: str) -> dict[str, StoredDocument]:
-    _sent(conn)
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE collection = %s", (collection,))
-    return {row[2]: _doc(row) for row in rows}
-
-
-def list_documents(conn: Any, collection: str, prefix: str = "") -> list[StoredDocument]:
-    _sent(conn)
-    if prefix:
-        rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM documents WHERE collection = %s AND (path = %s OR starts_with(path, %s))"
-            " ORDER BY path",
-            (collection, prefix, prefix + "/"),
-        )
-    else:
-        rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM documents WHERE collection = %s ORDER BY path", (collection,)
-        )
-    return [_doc(row) for row in rows]
-
-
-def all_documents(conn: Any, collections: Sequence[str] | None = None) -> list[StoredDocument]:
-    _sent(conn)
-    if collections is None:
-        rows = conn.execute(f"SELECT {_COLUMNS} FROM documents ORDER BY collection, path")
-    else:
-        rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM documents WHERE collection = ANY(%s) ORDER BY collection, path",
-            (list(collections),),
-        )
-    return [_doc(row) for row in rows]
-
-
-def document_at(conn: Any, collection: str, path: str) -> StoredDocument | None:
-    _sent(conn)
-    row = conn.execute(
-        f"SELECT {_COLUMNS} FROM documents WHERE collection = %s AND path = %s", (collection, path)
-    ).fetchone()
-    return _doc(row) if row else None
-
-
-def documents_by_hash_prefix(conn: Any, prefix: str, limit: int = 20) -> list[StoredDocument]:
-    _sent(conn)
-    rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM documents WHERE hash >= %s AND hash < %s ORDER BY collection, path LIMIT %s",
-        (prefix, prefix + _LAST, limit),
-    )
-    return [_doc(row) for row in rows]
-
-
-def documents_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, StoredDocument]:
-    _sent(conn)
-    ids = list(ids)
-    if not ids:
-        return {}
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE id = ANY(%s)", (ids,))
-    return {int(row[0]): _doc(row) for row in rows}
-
-
-def paths_by_ids(conn: Any, ids: Iterable[int]) -> dict[int, str]:
-    _sent(conn)
-    ids = list(ids)
-    if not ids:
-        return {}
-    return {int(i): p for i, p in conn.execute("SELECT id, path FROM documents WHERE id = ANY(%s)", (ids,))}
-
-
-def collection_paths(conn: Any, collection: str) -> dict[int, str]:
-    _sent(conn)
-    rows = conn.execute("SELECT id, path FROM documents WHERE collection = %s", (collection,))
-    return {int(i): p for i, p in rows}
-
-
-def body(conn: Any, content_hash: str) -> str:
-    _sent(conn)
-    row = conn.execute("SELECT body FROM content WHERE hash = %s", (content_hash,)).fetchone()
-    return row[0] if row else ""
-
-
-def bodies(conn: Any, hashes: Iterable[str]) -> dict[str, str]:
-    _sent(conn)
-    hashes = list(set(hashes))
-    if not hashes:
-        return {}
-    rows = conn.execute("SELECT hash, body FROM content WHERE hash = ANY(%s)", (hashes,))
-    return {h: b for h, b in rows}
-
-
-def text_bytes(conn: Any, hashes: Iterable[str]) -> dict[str, int]:
-    _sent(conn)
-    hashes = list(set(hashes))
-    if not hashes:
-        return {}
-    rows = conn.execute("SELECT hash, octet_length(body) FROM content WHERE hash = ANY(%s)", (hashes,))
-    return {h: n for h, n in rows}
-
-
-def has_content(conn: Any, content_hash: str) -> bool:
-    _sent(conn)
-    return conn.execute("SELECT 1 FROM content WHERE hash = %s", (content_hash,)).fetchone() is not None
 
 
 def put_content(conn: Any, content_hash: str, text: str) -> None:
@@ -167,7 +50,7 @@ class _PendingDocuments:
     trip (which cost a busy server's scheduling delay too). Their ids are taken ahead, a batch's
     worth at once, with the same ``tansaku_take_ids`` (so the same ids as one at a time: a writer
     alone numbers one more than the largest). Sent before anything reads or changes documents
-    (``_sent``), before more ids are taken, and when the batch ends."""
+    (``send_held``), before more ids are taken, and when the batch ends."""
 
     ROWS = 500
     IDS = 256
@@ -205,7 +88,7 @@ def _pending(conn: Any) -> _PendingDocuments | None:
     return None if rows is None else rows.pending  # type: ignore[no-any-return]
 
 
-def _sent(conn: Any, *, renumber: bool = False) -> None:
+def send_held(conn: Any, *, renumber: bool = False) -> None:
     """The held documents in the database (before a statement that reads or changes documents);
     ``renumber``: the ids taken ahead are dropped too (a document deleted: one alone numbers one
     more than the largest left, as SQLite does)."""
@@ -398,8 +281,9 @@ def _places(fts: FtsText) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
     return places, [len(column) for column in tokens]
 
 
-def _unindex(conn: Any, doc_id: int) -> None:
-    _sent(conn, renumber=True)
+def unindex_keywords(conn: Any, doc_id: int) -> None:
+    """A document's postings taken out of its block at the next flush (its terms counted down)."""
+    send_held(conn, renumber=True)
     batch = _batch(conn)
     if doc_id in batch.docs:
         batch.flush()  # its postings must be in their block to be taken out
@@ -414,25 +298,7 @@ def _unindex(conn: Any, doc_id: int) -> None:
 def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> int:
     batch = _batch(conn)
     local, lengths = batch.tokenize(fts)
-    values = (
-        doc.collection,
-        doc.path,
-        doc.hash,
-        doc.title,
-        doc.size,
-        doc.mtime_ns,
-        doc.line_count,
-        bool(doc.repaired),
-        doc.indexed_at,
-        fts.path,
-        fts.title,
-        None if fts.body == text else fts.body,
-        fts.headings,
-        fts.options,
-        lengths,
-        sum(lengths),
-        batch.block_id(),
-    )
+    values = (*document_values(doc, text, fts), lengths, sum(lengths), batch.block_id())
     pending = batch.pending
     if pending is not None:
         doc_id = pending.take_id(conn)
@@ -454,54 +320,21 @@ def insert_document(conn: Any, doc: StoredDocument, text: str, fts: FtsText) -> 
     return doc_id
 
 
-def _fts_stored(conn: Any, doc_id: int) -> FtsText | None:
-    _sent(conn)
-    row = conn.execute(
-        "SELECT d.fts_path, d.fts_title, coalesce(d.fts_body, c.body), d.fts_headings, d.fts_options"
-        " FROM documents AS d JOIN content AS c ON c.hash = d.hash WHERE d.id = %s",
-        (doc_id,),
-    ).fetchone()
-    return None if row is None else FtsText(row[0], row[1], row[2], row[3], row[4])
-
-
-def delete_document(conn: Any, doc_id: int) -> None:
-    from .fields import delete_fields
-
-    _unindex(conn, doc_id)
-    delete_fields(conn, doc_id)
-    conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,))
-
-
-def move_document(
-    conn: Any, doc_id: int, new_path: str, fts_path: str, size: int, mtime_ns: int, indexed_at: str
-) -> None:
-    """Same content at a new path: the row keeps its id; its postings are made again."""
-    _sent(conn)
-    old = _fts_stored(conn, doc_id)
-    _unindex(conn, doc_id)
+def index_keywords(conn: Any, doc_id: int, fts: FtsText) -> None:
+    """A document's keyword columns into this batch's block, with their lengths (its row's
+    ``keyword_block`` follows its postings: unindex_keywords takes them out of it)."""
+    batch = _batch(conn)
+    local, lengths = batch.tokenize(fts)
     conn.execute(
-        "UPDATE documents SET path = %s, fts_path = %s, size = %s, mtime_ns = %s, indexed_at = %s"
-        " WHERE id = %s",
-        (new_path, fts_path, size, mtime_ns, indexed_at, doc_id),
+        "UPDATE documents SET fts_lengths = %s, fts_tokens = %s, keyword_block = %s WHERE id = %s",
+        (lengths, sum(lengths), batch.block_id(), doc_id),
     )
-    if old is not None:
-        batch = _batch(conn)
-        local, lengths = batch.tokenize(FtsText(fts_path, old.title, old.body, old.headings, old.options))
-        conn.execute(
-            "UPDATE documents SET fts_lengths = %s, fts_tokens = %s, keyword_block = %s WHERE id = %s",
-            (lengths, sum(lengths), batch.block_id(), doc_id),
-        )
-        batch.add(local, doc_id, collection_of(conn, doc_id), sum(lengths))
+    batch.add(local, doc_id, collection_of(conn, doc_id), sum(lengths))
 
 
 def collection_of(conn: Any, doc_id: int) -> str:
-    _sent(conn)
+    send_held(conn)
     return str(conn.execute("SELECT collection FROM documents WHERE id = %s", (doc_id,)).fetchone()[0])
-
-
-def touch_document(conn: Any, doc_id: int, size: int, mtime_ns: int) -> None:
-    _sent(conn)
-    conn.execute("UPDATE documents SET size = %s, mtime_ns = %s WHERE id = %s", (size, mtime_ns, doc_id))
 
 
 def prune_content(conn: Any) -> int:
@@ -511,40 +344,11 @@ def prune_content(conn: Any) -> int:
 
 
 def _prune_content(conn: Any) -> int:
-    _sent(conn)
+    send_held(conn)
     cursor = conn.execute(
         "DELETE FROM content AS c WHERE NOT EXISTS (SELECT 1 FROM documents AS d WHERE d.hash = c.hash)"
     )
     return int(cursor.rowcount)
-
-
-def document_ids_in(conn: Any, collection: str) -> list[int]:
-    _sent(conn)
-    rows = conn.execute("SELECT id FROM documents WHERE collection = %s", (collection,))
-    return [int(row[0]) for row in rows]
-
-
-def forget_collection_state(conn: Any, collection: str) -> None:
-    conn.execute("DELETE FROM collection_state WHERE name = %s", (collection,))
-    conn.execute("DELETE FROM skipped_files WHERE collection = %s", (collection,))
-
-
-def replace_skipped(conn: Any, collection: str, rows: Iterable[SkippedRow]) -> None:
-    conn.execute("DELETE FROM skipped_files WHERE collection = %s", (collection,))
-    conn.executemany(
-        "INSERT INTO skipped_files (collection, path, size, mtime_ns, reason, max_bytes)"
-        " VALUES (%s, %s, %s, %s, %s, %s)",
-        [(collection, r.path, r.size, r.mtime_ns, r.reason, r.max_bytes) for r in rows],
-    )
-
-
-def skipped_in(conn: Any, collection: str) -> list[SkippedRow]:
-    rows = conn.execute(
-        "SELECT path, size, mtime_ns, reason, max_bytes FROM skipped_files WHERE collection = %s"
-        " ORDER BY path",
-        (collection,),
-    )
-    return [SkippedRow(*row) for row in rows]
 
 
 def rename_collection(conn: Any, old: str, new: str) -> None:
@@ -554,45 +358,6 @@ def rename_collection(conn: Any, old: str, new: str) -> None:
         conn.execute(f"UPDATE {table} SET collection = %s WHERE collection = %s", (new, old))
     conn.execute("UPDATE collection_state SET name = %s WHERE name = %s", (new, old))
     conn.execute("UPDATE skipped_files SET collection = %s WHERE collection = %s", (new, old))
-
-
-def set_collection_state(conn: Any, name: str, root: str, last_update: str, indexer_version: int) -> None:
-    conn.execute(
-        "INSERT INTO collection_state (name, root, last_update, indexer_version) VALUES (%s, %s, %s, %s)"
-        " ON CONFLICT (name) DO UPDATE SET root = excluded.root, last_update = excluded.last_update,"
-        " indexer_version = excluded.indexer_version",
-        (name, root, last_update, indexer_version),
-    )
-
-
-def indexer_version(conn: Any, name: str) -> int | None:
-    row = conn.execute("SELECT indexer_version FROM collection_state WHERE name = %s", (name,)).fetchone()
-    return None if row is None else int(row[0])
-
-
-def collection_states(conn: Any) -> dict[str, str | None]:
-    return {name: last for name, last in conn.execute("SELECT name, last_update FROM collection_state")}
-
-
-def collection_counts(conn: Any) -> dict[str, tuple[int, int]]:
-    _sent(conn)
-    rows = conn.execute(
-        "SELECT collection, count(*), coalesce(sum(size), 0) FROM documents GROUP BY collection"
-    )
-    return {name: (int(n), int(size)) for name, n, size in rows}
-
-
-def all_paths(conn: Any) -> list[tuple[str, str]]:
-    _sent(conn)
-    return [(c, p) for c, p in conn.execute("SELECT collection, path FROM documents")]
-
-
-def documents_with_hashes(conn: Any, hashes: Sequence[str]) -> list[StoredDocument]:
-    _sent(conn)
-    if not hashes:
-        return []
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM documents WHERE hash = ANY(%s)", (list(hashes),))
-    return [_doc(row) for row in rows]
 
 
 # --- keyword search -----------------------------------------------------------------------------
@@ -633,15 +398,11 @@ def _scoped(sql: bm25_sql.Sql, collection: str | None, where: DocumentFilter | N
 
 
 def keyword_search(
-    conn: Any,
-    expression: str,
-    collection: str | None,
-    limit: int | None,
-    weights: Sequence[float] = BM25_WEIGHTS,
-    where: DocumentFilter | None = None,
+    conn: Any, expression: str, scope: KeywordScope, weights: Sequence[float] = BM25_WEIGHTS
 ) -> list[tuple[int, float]]:
     """(document id, raw bm25) best first, ordered as the SQLite path orders them (ties by id for
     the whole index, by path within a collection: COLLATE "C", SQLite's BINARY order)."""
+    collection, limit, where = scope.collection, scope.limit, scope.where
 
     # How many match comes with the rows (counted before the limit): search asks keyword_count
     # next when the limit is reached, and this spares it a statement.
@@ -701,14 +462,6 @@ def phrase_frequency(conn: Any, expression: str) -> int:
     matched = bm25_sql.matching(DOCUMENT_POSTINGS, parsed, None)
     sql = bm25_sql.Sql().add("SELECT count(*) FROM (").extend(matched).add(") AS m")
     return int(conn.execute(sql.sql, sql.params).fetchone()[0])
-
-
-def defined_names(conn: Any, ids: Sequence[int], column: str) -> dict[int, list[str]]:
-    if column not in ("headings", "options") or not ids:
-        return {}
-    title = "title" if column == "headings" else "''"
-    rows = conn.execute(f"SELECT id, {title}, fts_{column} FROM documents WHERE id = ANY(%s)", (list(ids),))
-    return {int(row[0]): [*([row[1]] if row[1] else []), *row[2].splitlines()] for row in rows}
 
 
 def option_defined(conn: Any, name: str) -> bool:

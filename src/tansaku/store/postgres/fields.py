@@ -11,10 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dialect import POSTGRES
-from ..fields import (
-    DocumentFilter,
-    delete_fields,  # noqa: F401 (written once; postgres/documents.py imports it from here)
-)
+from ..fields import DocumentFilter
 from ..fields import passing as _passing
 
 

@@ -12,8 +12,9 @@ break ties alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
+
+from ..migrations import Migration, script
 
 _V1 = """
 CREATE TABLE content (
@@ -461,37 +462,25 @@ $body$
 
 
 def _v9(conn: Any) -> None:
-    _script(_V9)(conn)
+    script(_V9)(conn)
     conn.execute(_ENTRIES)
     conn.execute(_WITHOUT)
 
 
 def _v6(conn: Any) -> None:
-    _script(_V6)(conn)
+    script(_V6)(conn)
     conn.execute(_TAKE_IDS)
 
 
-Migration = Callable[[Any], None]
-
-
-def _script(sql: str) -> Migration:
-    def run(conn: Any) -> None:
-        for statement in sql.split(";\n"):
-            if statement.strip():
-                conn.execute(statement)
-
-    return run
-
-
 MIGRATIONS: list[Migration] = [
-    _script(_V1),
-    _script(_V2),
-    _script(_V3),
-    _script(_V4),
-    _script(_V5),
+    script(_V1),
+    script(_V2),
+    script(_V3),
+    script(_V4),
+    script(_V5),
     _v6,
-    _script(_V7),
-    _script(_V8),
+    script(_V7),
+    script(_V8),
     _v9,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

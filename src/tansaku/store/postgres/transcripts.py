@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..documents import FtsText
 from ..transcripts import TurnRow, turn_values
-from . import bm25_sql, documents
+from . import bm25_sql
 from .bm25_sql import TURN_POSTINGS
 from .db import deferred
 from .expression import Phrase, parse
@@ -89,24 +88,6 @@ def unindex_turns(conn: Any, doc_id: int) -> None:
     )
     _count_turns(conn, doc_id, -int(count), -int(tokens))
     conn.execute("DELETE FROM transcript_turns WHERE doc_id = %s", (doc_id,))
-
-
-def unindex_text(conn: Any, doc_id: int) -> None:
-    """A grown session's document out of the keyword postings (store/transcripts.py's replace_text)."""
-    documents._unindex(conn, doc_id)
-
-
-def index_text(conn: Any, doc_id: int, fts: FtsText) -> None:
-    """A grown session's document back in the keyword postings, with its columns' lengths, in the
-    block its postings go to (keyword_block follows them: a later growth takes them out of it)."""
-    batch = documents._batch(conn)
-    local, lengths = batch.tokenize(fts)
-    conn.execute(
-        "UPDATE documents SET fts_path = %s, fts_headings = %s, fts_options = %s, fts_lengths = %s,"
-        " fts_tokens = %s, keyword_block = %s WHERE id = %s",
-        (fts.path, fts.headings, fts.options, lengths, sum(lengths), batch.block_id(), doc_id),
-    )
-    batch.add(local, doc_id, documents.collection_of(conn, doc_id), sum(lengths))
 
 
 def copy_vectors(conn: Any, old_hash: str, new_hash: str, params: str) -> None:
