@@ -47,6 +47,7 @@ def embed_file(tmp_path: Path, dims: int) -> Path:
     return path
 
 
+@pytest.mark.sqlite_only("checks the SQLite file (its pages, lock, FTS rows, config file)")
 def test_a_healthy_index_exits_0_and_changes_nothing(cli, indexed: Path, index_path: Path):
     before = index_path.stat().st_mtime_ns, sorted(p.name for p in index_path.parent.iterdir())
     code, checks = doctor(cli)
@@ -77,6 +78,7 @@ def test_a_missing_collection_root_fails_with_its_fix(cli, indexed: Path):
     assert text.exit_code == 4 and "FAIL  config.collection.sample" in text.stdout
 
 
+@pytest.mark.sqlite_only("checks the SQLite file (its pages, lock, FTS rows, config file)")
 def test_a_corrupt_index_fails_and_says_how_to_rebuild(cli, indexed: Path, index_path: Path):
     index_path.write_bytes(b"this is not a database" * 500)
     code, checks = doctor(cli)
@@ -86,6 +88,7 @@ def test_a_corrupt_index_fails_and_says_how_to_rebuild(cli, indexed: Path, index
     assert index["fix"] == f"mv {index_path} {index_path}.bak && tansaku update"
 
 
+@pytest.mark.sqlite_only("checks the SQLite file (its pages, lock, FTS rows, config file)")
 def test_a_damaged_page_fails_every_check_that_reads_it_with_the_rebuild_fix(
     cli, indexed: Path, index_path: Path
 ):
@@ -102,6 +105,7 @@ def test_a_damaged_page_fails_every_check_that_reads_it_with_the_rebuild_fix(
         assert item["fix"] == rebuild  # not `tansaku update`, which cannot repair the file
 
 
+@pytest.mark.sqlite_only("checks the SQLite file (its pages, lock, FTS rows, config file)")
 def test_keyword_rows_missing_from_fts_fail(cli, indexed: Path, index_path: Path):
     conn = db.open_write(index_path)
     conn.execute("DELETE FROM documents_fts_docsize WHERE id = (SELECT min(id) FROM documents)")
@@ -113,6 +117,7 @@ def test_keyword_rows_missing_from_fts_fail(cli, indexed: Path, index_path: Path
     assert fts["fix"].endswith("&& tansaku update")
 
 
+@pytest.mark.sqlite_only("checks the SQLite file (its pages, lock, FTS rows, config file)")
 def test_vectors_of_other_dimensions_than_the_model_fail(cli, indexed: Path, index_path: Path, tmp_path):
     model = embed_file(tmp_path, 384)
     assert cli("models", "add", "embed", model).exit_code == 0
@@ -152,6 +157,7 @@ def test_an_unreadable_or_non_gguf_model_fails(cli, config_path: Path, tmp_path:
         assert rerank["status"] == "fail" and rerank["fix"] == f"chmod u+r {model}"
 
 
+@pytest.mark.sqlite_only("checks the SQLite file (its pages, lock, FTS rows, config file)")
 def test_a_held_writer_lock_is_named(cli, indexed: Path, index_path: Path):
     conn = db.open_write(index_path)
     try:
@@ -166,6 +172,7 @@ def test_a_held_writer_lock_is_named(cli, indexed: Path, index_path: Path):
     assert lock["fix"] == f"wait for pid {os.getpid()} to finish (or stop it: kill {os.getpid()})"
 
 
+@pytest.mark.sqlite_only("checks the SQLite file (its pages, lock, FTS rows, config file)")
 def test_config_problems_are_named(cli, indexed: Path, config_path: Path, monkeypatch):
     text = config_path.read_text(encoding="utf-8")
     text = text.replace(

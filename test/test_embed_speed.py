@@ -75,7 +75,7 @@ def test_a_servers_advice_gives_the_wait_at_the_measured_speed(cli, model, index
     pending = advice.pending_embed(status)
     assert pending.chunks == 1 and pending.chunks_per_second == status.embed_speed.chunks_per_second
     line = advice.for_codes([("STALE_VECTORS", "")], pending)[0]
-    assert "1 chunks" in line and "about a minute or less at the" in line
+    assert "(1 chunk;" in line and "about a minute or less at the" in line
     assert "this model was measured at on this machine" in line
 
 
@@ -84,6 +84,11 @@ def test_advice_scales_the_wait_with_the_model_not_a_constant():
     fast = advice.PendingEmbed(3000, seconds=3000 / 6.0, chunks_per_second=6.0)
     assert "about 1.7 hours at the 0.5 chunks/s" in advice.for_codes([("NO_VECTORS", "")], slow)[0]
     assert "about 8 minutes at the 6 chunks/s" in advice.for_codes([("NO_VECTORS", "")], fast)[0]
+    # The space its vectors take: 3,000 vectors of 768 float32 dimensions are about 9 MB.
+    assert (
+        "about 9 MB of vectors at the default model's 768 dimensions"
+        in advice.for_codes([("NO_VECTORS", "")], slow)[0]
+    )
     # Not measured: the range between the two reference models, never one of them alone.
     unknown = advice.for_codes([("NO_VECTORS", "")], advice.PendingEmbed(3000))[0]
     assert "8 minutes to 1.7 hours on 2 CPU cores depending on the model" in unknown

@@ -71,6 +71,7 @@ def test_add_search_get_round_trip_and_exit_codes(tmp_path: Path):
     assert json.loads(duplicate.stderr)["error"]["code"] == "COLLECTION_EXISTS"
 
 
+@pytest.mark.sqlite_only("a missing SQLite file (a database is created by the test run)")
 def test_missing_index_exits_3_with_a_stable_code(tmp_path: Path):
     result = run("search", "anything", "--json")
     assert result.returncode == 3

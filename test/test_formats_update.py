@@ -114,6 +114,7 @@ def test_search_and_get_show_the_extracted_text_with_the_files_path(cli: Cli, do
     assert "## Checking the tides" in page and "<p>" not in page and "trackingPixel" not in page
 
 
+@pytest.mark.sqlite_only("reads and stamps the SQLite file's extractions table")
 def test_unchanged_bytes_are_never_extracted_again(cli: Cli, docs: Path, index_path: Path) -> None:
     add(cli, docs)
     first = extractions(index_path)
@@ -135,6 +136,7 @@ def test_unchanged_bytes_are_never_extracted_again(cli: Cli, docs: Path, index_p
     assert "velvet swimming crab" in cli("get", "docs/guide.docx").stdout
 
 
+@pytest.mark.sqlite_only("reads and stamps the SQLite file's extractions table")
 def test_changed_bytes_are_extracted_again(cli: Cli, docs: Path, index_path: Path) -> None:
     add(cli, docs)
     stamp(index_path)
@@ -154,6 +156,7 @@ def test_dry_run_extracts_but_stores_nothing(cli: Cli, docs: Path, index_path: P
         assert extractions(index_path) == {}
 
 
+@pytest.mark.sqlite_only("reads and stamps the SQLite file's extractions table")
 def test_missing_extra_is_a_skip_reason_and_tried_again(
     cli: Cli, docs: Path, index_path: Path, without_pdf_extra: Callable[[], None]
 ) -> None:

@@ -84,6 +84,7 @@ def _config(config_dir: Path, name: str = "index") -> dict:
 
 
 @requires_postgres
+@pytest.mark.sqlite_only("the default index must be the SQLite file beside the database one")
 def test_a_database_index_has_its_own_collections_beside_the_sqlite_one(
     cli, two_folders, postgres_url: str, isolated: Path
 ) -> None:
@@ -229,6 +230,7 @@ def test_a_config_whose_index_is_the_database_moves_its_whole_list(
 
 
 @requires_postgres
+@pytest.mark.sqlite_only("the default index must be the SQLite file beside the database one")
 def test_a_real_process_sees_only_the_selected_index(two_folders, postgres_url: str, isolated: Path) -> None:
     alpha, beta = two_folders
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}

@@ -133,6 +133,7 @@ def fill(folder: Path) -> None:
 # --- a read-only mount -------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("the SQLite file damaged, locked or on a read-only mount")
 def test_a_read_only_mount_still_searches_gets_and_reports_status(
     cli: Cli, indexed_on: Callable[[str], Path]
 ) -> None:
@@ -146,6 +147,7 @@ def test_a_read_only_mount_still_searches_gets_and_reports_status(
     assert sorted(p.name for p in index.parent.iterdir()) == ["index.sqlite"]  # no -wal/-shm was made
 
 
+@pytest.mark.sqlite_only("the SQLite file damaged, locked or on a read-only mount")
 def test_writers_on_a_read_only_mount_say_they_cannot_write_and_keep_the_index(
     cli: Cli, indexed_on: Callable[[str], Path], tmp_path: Path
 ) -> None:
@@ -163,6 +165,7 @@ def test_writers_on_a_read_only_mount_say_they_cannot_write_and_keep_the_index(
     assert quick_check(index) == "ok"
 
 
+@pytest.mark.sqlite_only("the SQLite file damaged, locked or on a read-only mount")
 def test_doctor_says_a_read_only_index_is_sound_but_not_writable(
     cli: Cli, indexed_on: Callable[[str], Path]
 ) -> None:
@@ -174,6 +177,7 @@ def test_doctor_says_a_read_only_index_is_sound_but_not_writable(
     assert "remount" in writable["fix"]
 
 
+@pytest.mark.sqlite_only("the SQLite file damaged, locked or on a read-only mount")
 def test_a_read_only_mount_with_pending_log_says_why_it_cannot_read(
     cli: Cli, sample: Path, mount: Callable[[str], Mount], tmp_path: Path
 ) -> None:
@@ -217,6 +221,7 @@ def test_an_immutable_index_searches_but_writers_say_it_is_immutable(
 # --- a full disk -------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("the SQLite file damaged, locked or on a read-only mount")
 def test_a_full_disk_says_how_much_is_free_and_needed_and_loses_nothing(
     cli: Cli, sample: Path, mount: Callable[[str], Mount], tmp_path: Path
 ) -> None:
@@ -240,6 +245,7 @@ def test_a_full_disk_says_how_much_is_free_and_needed_and_loses_nothing(
     assert added["collections"][0]["added"]
 
 
+@pytest.mark.sqlite_only("the SQLite file damaged, locked or on a read-only mount")
 def test_a_full_disk_mid_write_estimates_from_what_was_written(
     cli: Cli, sample: Path, mount: Callable[[str], Mount], tmp_path: Path
 ) -> None:
@@ -256,6 +262,7 @@ def test_a_full_disk_mid_write_estimates_from_what_was_written(
 # --- damaged -----------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("the SQLite file damaged, locked or on a read-only mount")
 def test_status_on_a_zeroed_header_says_damaged_and_the_hint_keeps_the_file(
     cli: Cli, indexed: Path, index_path: Path
 ) -> None:
@@ -271,6 +278,7 @@ def test_status_on_a_zeroed_header_says_damaged_and_the_hint_keeps_the_file(
     assert index_path.read_bytes() == damaged
 
 
+@pytest.mark.sqlite_only("the SQLite file damaged, locked or on a read-only mount")
 def test_a_failing_query_on_a_sound_index_is_not_called_damaged(indexed: Path, index_path: Path) -> None:
     from tansaku.store import db
 
@@ -286,6 +294,7 @@ def test_a_failing_query_on_a_sound_index_is_not_called_damaged(indexed: Path, i
 # --- the real entry point ----------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("the SQLite file damaged, locked or on a read-only mount")
 @pytest.mark.subprocess
 def test_the_command_exits_3_on_a_read_only_mount_and_0_for_search(indexed_on: Callable[[str], Path]) -> None:
     indexed_on("read-only")

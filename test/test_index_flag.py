@@ -53,6 +53,7 @@ def test_a_named_index_does_not_write_into_the_index_path_file(cli, notes: Path,
     assert cli("collection", "list", "--json").json() == []
 
 
+@pytest.mark.sqlite_only("names SQLite files beside the default index")
 @pytest.mark.subprocess
 def test_a_real_process_keeps_the_named_index_apart(notes: Path, tmp_path: Path):
     env = {

@@ -127,6 +127,7 @@ def test_a_bad_models_table_is_a_config_error(config_path: Path):
         registry.resolve("embed", config_path)
 
 
+@pytest.mark.sqlite_only("reads the config file, which the PostgreSQL run writes its [index] url into")
 def test_models_add_writes_the_config_and_keeps_collections_and_contexts(
     cli, indexed: Path, config_path: Path, gguf_file: Path
 ):
@@ -169,6 +170,7 @@ def test_models_add_resolves_a_relative_path_against_the_cwd(cli, gguf_file: Pat
     assert tomllib.loads(config_path.read_text(encoding="utf-8"))["models"]["rerank"] == str(gguf_file)
 
 
+@pytest.mark.sqlite_only("reads the config file, which the PostgreSQL run writes its [index] url into")
 def test_models_add_refuses_a_file_that_is_not_gguf(cli, tmp_path: Path, config_path: Path):
     fake = tmp_path / "fake.gguf"
     fake.write_bytes(b"<!doctype html><title>not a model</title>")
@@ -179,6 +181,7 @@ def test_models_add_refuses_a_file_that_is_not_gguf(cli, tmp_path: Path, config_
     assert not config_path.exists()
 
 
+@pytest.mark.sqlite_only("reads the config file, which the PostgreSQL run writes its [index] url into")
 def test_models_add_refuses_a_missing_file_and_a_folder(cli, tmp_path: Path, config_path: Path):
     missing = cli("models", "add", "embed", tmp_path / "nope.gguf", "--json")
     assert (missing.exit_code, missing.error()["code"]) == (1, "PATH_NOT_FOUND")

@@ -104,6 +104,7 @@ def test_an_index_that_sets_its_own_model_keeps_it_and_models_list_says_which_ap
     assert shared_line.split()[-2] == "user"
 
 
+@pytest.mark.sqlite_only("writes the config folder, which the PostgreSQL run has made already")
 def test_an_older_config_keeps_working_and_a_shared_choice_replaces_it_where_it_is_made(
     cli, tmp_path: Path, separate_indexes: Path
 ):
@@ -143,6 +144,7 @@ def test_the_environment_still_wins_over_both_files(cli, tmp_path: Path, monkeyp
     assert "TANSAKU_EMBED_MODEL is set and wins" in said
 
 
+@pytest.mark.sqlite_only("writes the config folder, which the PostgreSQL run has made already")
 def test_relative_paths_and_threads_in_the_user_file(config_path: Path, separate_indexes: Path):
     separate_indexes.mkdir()
     user_file = separate_indexes / registry.USER_MODELS_FILE
@@ -154,6 +156,7 @@ def test_relative_paths_and_threads_in_the_user_file(config_path: Path, separate
     assert threads.resolve_threads(config_path) == threads.ThreadSetting(1, "config")
 
 
+@pytest.mark.sqlite_only("writes the config folder, which the PostgreSQL run has made already")
 def test_a_broken_user_file_is_a_config_error_naming_it(cli, separate_indexes: Path):
     separate_indexes.mkdir()
     (separate_indexes / registry.USER_MODELS_FILE).write_text("[models]\nembed = 3\n", encoding="utf-8")
@@ -197,6 +200,7 @@ def test_models_import_names_the_file_after_the_model(cli, tmp_path: Path, separ
     assert listed(cli, "--index", "other")["embed"]["local_path"] == data["local_path"]
 
 
+@pytest.mark.sqlite_only("writes the config folder, which the PostgreSQL run has made already")
 @requires_llama
 @requires_minilm
 def test_the_embed_prompt_follows_the_same_order(config_path: Path, separate_indexes: Path):

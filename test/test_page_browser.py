@@ -286,6 +286,7 @@ def test_a_key_that_changes_nothing_sends_nothing_and_enter_searches_again(serve
     assert len(sent) == before + 1 and sent[-1]["query"] == "restore"
 
 
+@pytest.mark.sqlite_only("an index that does not exist yet (a database is created by the test run)")
 def test_without_an_index_the_status_bar_says_how_to_make_one(tmp_path: Path, browser):
     with http_server(tmp_path) as running:
         page = browser.new_page()

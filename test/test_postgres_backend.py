@@ -305,6 +305,25 @@ def test_doctor_checks_the_server_and_the_statistics_ranking_rests_on(cli, postg
     assert "index.term_stats" not in _doctor(cli, postgres_url)[1]  # a full pass only with --deep
 
 
+def test_doctor_checks_the_folders_of_the_collections_the_database_lists(
+    cli, postgres_url: str, sample: Path, tmp_path: Path
+) -> None:
+    """A database keeps its own collection list (not the config file's): doctor checks those
+    folders, and a missing one fails with its fix, as on SQLite."""
+    import shutil
+
+    notes = tmp_path / "team-notes"
+    shutil.copytree(sample, notes)
+    assert cli("--index", postgres_url, "collection", "add", notes, "--name", "team").exit_code == 0
+    code, checks = _doctor(cli, postgres_url)
+    assert code == 0, checks
+    assert checks["config.collection.team"] == ("ok", f"team: {notes}")
+    shutil.rmtree(notes)
+    code, checks = _doctor(cli, postgres_url)
+    assert code == 4
+    assert checks["config.collection.team"] == ("fail", f"team: folder {notes} does not exist")
+
+
 @requires_llama
 @requires_minilm
 def test_doctor_checks_the_models_and_the_machine_as_on_sqlite(

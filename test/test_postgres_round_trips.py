@@ -85,6 +85,7 @@ def test_searches_rank_as_on_sqlite(indexed: str) -> None:
         assert _top(postgres, query) == _top(sqlite, query), query
 
 
+@pytest.mark.sqlite_only("compares a SQLite index (the default) with a PostgreSQL one")
 def test_the_parts_read_together_are_those_read_one_at_a_time(indexed: str, index_path: Path) -> None:
     sqlite = db.open_read(index_path)
     backend = PostgresBackend(indexed)

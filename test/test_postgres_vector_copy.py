@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from .conftest import CliResult, share_collections
 from .models_fixture import requires_llama, requires_minilm
 from .postgres_fixture import requires_postgres
@@ -14,6 +16,7 @@ from .postgres_fixture import requires_postgres
 pytestmark = [requires_postgres]
 
 
+@pytest.mark.sqlite_only("compares a SQLite index (the default) with a PostgreSQL one")
 @requires_llama
 @requires_minilm
 def test_vectors_copied_by_text_are_reused_by_embed_and_answer_alike(

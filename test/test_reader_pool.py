@@ -20,6 +20,7 @@ def _titles(api: Tansaku, query: str) -> list[str]:
     return [hit.title for hit in api.search(query).hits]
 
 
+@pytest.mark.sqlite_only("SQLite's kept readers of the file")
 def test_a_kept_connection_is_reused_within_a_thread(indexed: Path, index_path: Path) -> None:
     pool = db.ReaderPool(index_path)
     with pool.reading() as first:
@@ -48,6 +49,7 @@ def test_a_kept_connection_sees_a_later_update(
     assert _titles(api, "zanzibarian") == ["Late note"]
 
 
+@pytest.mark.sqlite_only("SQLite's kept readers of the file")
 def test_a_rebuilt_index_file_is_opened_afresh(indexed: Path, index_path: Path, tmp_path: Path) -> None:
     pool = db.ReaderPool(index_path)
     with pool.reading() as before:
@@ -62,6 +64,7 @@ def test_a_rebuilt_index_file_is_opened_afresh(indexed: Path, index_path: Path, 
         assert after.execute("SELECT count(*) FROM documents").fetchone()[0] > 0
 
 
+@pytest.mark.sqlite_only("SQLite's kept readers of the file")
 def test_a_transaction_left_open_is_closed_so_later_commits_show(indexed: Path, index_path: Path) -> None:
     pool = db.ReaderPool(index_path)
     with pool.reading() as conn:
@@ -76,6 +79,7 @@ def test_a_missing_index_is_the_usual_error(index_path: Path) -> None:
         pass
 
 
+@pytest.mark.sqlite_only("SQLite's kept readers of the file")
 def test_a_block_inside_a_block_shares_the_connection_and_its_transaction(
     indexed: Path, index_path: Path, tmp_path: Path
 ) -> None:
@@ -96,6 +100,7 @@ def test_a_block_inside_a_block_shares_the_connection_and_its_transaction(
         assert after is not outer  # the outermost block now sees the new file
 
 
+@pytest.mark.sqlite_only("SQLite's kept readers of the file")
 def test_kept_readers_keep_one_pool_for_the_backend_named_now(indexed: Path, index_path: Path) -> None:
     from tansaku.store.backend import SqliteBackend
     from tansaku.store.kept_readers import KeptReaders

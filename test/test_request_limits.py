@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import string
 import threading
@@ -73,6 +74,7 @@ def test_repeated_globs_list_the_index_once(cli, monkeypatch: pytest.MonkeyPatch
     calls = []
     real = documents.list_documents
 
+    @functools.wraps(real)  # keeps its @both mark: a PostgreSQL index runs it too
     def counting(conn, collection, prefix=""):
         calls.append(collection)
         return real(conn, collection, prefix)

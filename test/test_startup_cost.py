@@ -66,6 +66,7 @@ def test_only_the_search_types_are_built_at_import():
     assert classes - _deferred_names() == SEARCH_TYPES
 
 
+@pytest.mark.sqlite_only("what a search on a SQLite file imports (a database's needs psycopg)")
 @pytest.mark.parametrize("fmt", ["cli", "csv", "md", "xml", "files"])
 def test_search_builds_no_deferred_type_and_imports_no_write_module(tmp_path: Path, fmt: str):
     sample = tmp_path / "s"

@@ -197,12 +197,18 @@ def test_a_second_embed_waits_then_says_who_holds_the_lock(cli, model, index_pat
     assert embed(cli)["collections"][0]["embedded"] == 13
 
 
+# Notes embedded in one run: enough batches of 32 (five) that a Ctrl-C sent once 32 vectors are
+# stored lands inside the batches, not after the last one (70 was 3 batches; a poll slowed by
+# load could first see 64 and interrupt the final prune, which has no report).
+NOTES = 130
+
+
 @pytest.mark.sqlite_only("a subprocess on the SQLite file (PostgreSQL: test_postgres_vectors.py)")
 @pytest.mark.subprocess
 def test_interrupted_embed_keeps_finished_batches_and_resumes(model, tmp_path: Path):
     corpus = tmp_path / "many"
     corpus.mkdir()
-    for i in range(70):
+    for i in range(NOTES):
         (corpus / f"n{i:03}.md").write_text(
             f"# Note {i}\n\n" + f"word{i} sentence about item {i}. " * 60, encoding="utf-8"
         )
@@ -237,13 +243,13 @@ def test_interrupted_embed_keeps_finished_batches_and_resumes(model, tmp_path: P
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     kept = vector_rows(index_path)
-    assert 32 <= kept < 70
+    assert 32 <= kept < NOTES
     resumed = subprocess.run(
         [wrapper, "embed", "--json"], env=env, capture_output=True, text=True, check=True
     )
     again = json.loads(resumed.stdout)["collections"][0]
-    assert again["pending"] == 70 - kept
-    assert vector_rows(index_path) == 70
+    assert again["pending"] == NOTES - kept
+    assert vector_rows(index_path) == NOTES
 
 
 def test_status_reports_vectors_pending_and_window(cli, model, indexed: Path):

@@ -496,7 +496,8 @@ class Tansaku(IndexListMethods, CollectionMethods, ContextMethods, TranscriptMet
         if not isinstance(backend, SqliteBackend):
             from .inspect import doctor_postgres
 
-            return doctor_postgres.run_doctor(self.config_path, backend, deep=deep)
+            # The database keeps its own collections: their folders are checked.
+            return doctor_postgres.run_doctor(self.config_path, backend, deep=deep, listed=self.listed_config)
         from .inspect.doctor import run_doctor
 
         return run_doctor(self.config_path, backend.path, deep=deep)

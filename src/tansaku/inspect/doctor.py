@@ -51,13 +51,21 @@ def run_doctor(config_path: Path, index_path: Path, *, deep: bool = False) -> li
 # --- config ---------------------------------------------------------------------------------
 
 
-def config_checks(config_path: Path, checks: list[DoctorCheck]) -> Config | None:
-    """The config's checks; the parsed config, or None when it cannot be used."""
+def config_checks(
+    config_path: Path, checks: list[DoctorCheck], listed: Config | None = None
+) -> Config | None:
+    """The config's checks; the parsed config, or None when it cannot be used. ``listed``: the
+    collections and contexts of an index that keeps its own list (a PostgreSQL database's), whose
+    folders are checked instead of the file's."""
     import tomllib
 
     from ..config import settings
 
     if not config_path.exists():
+        if listed is not None and listed.collections:
+            own = f"the index lists its own ({len(listed.collections)} collections)"
+            checks.append(check("config", OK, f"no config file at {config_path}; {own}"))
+            return _listed_checks(listed, checks)
         checks.append(check("config", WARN, f"no config file at {config_path}: nothing to search yet", _ADD))
         return settings.Config()
     try:
@@ -67,6 +75,8 @@ def config_checks(config_path: Path, checks: list[DoctorCheck]) -> Config | None
         checks.append(check("config", FAIL, exc.message, f"edit {_q(config_path)}: {exc.hint or 'fix it'}"))
         return None
     checks.append(check("config", OK, f"{config_path} parses ({len(config.collections)} collections)"))
+    if listed is not None:
+        config = listed
     unknown = _unknown_keys(raw)
     if unknown:
         checks.append(
@@ -77,10 +87,16 @@ def config_checks(config_path: Path, checks: list[DoctorCheck]) -> Config | None
                 f"remove or correct them in {_q(config_path)}",
             )
         )
+    _listed_checks(config, checks)
+    checks.extend(_setting_checks(config_path))
+    return config
+
+
+def _listed_checks(config: Config, checks: list[DoctorCheck]) -> Config:
+    """Each collection's folder, masks and hook, and the contexts' collections."""
     for collection in config.collection_list():
         checks.extend(_collection_checks(collection))
     checks.extend(_context_checks(config))
-    checks.extend(_setting_checks(config_path))
     return config
 
 

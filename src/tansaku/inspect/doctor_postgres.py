@@ -7,6 +7,7 @@ Read-only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,23 +22,38 @@ SLOW_ROUND_TRIP_MS = 20.0
 _REBUILD = "tansaku collection remove NAME && tansaku collection add PATH --name NAME"
 
 
-def run_doctor(config_path: Path, index: Any, *, deep: bool = False) -> list[DoctorCheck]:
+def run_doctor(
+    config_path: Path, index: Any, *, deep: bool = False, listed: Callable[[], Any] | None = None
+) -> list[DoctorCheck]:
+    """``listed`` reads the database's own collections and contexts (api's listed_config), whose
+    folders are checked; it is asked only once the server has answered (an unreachable one costs
+    its connect timeout once), and the config file's stand in when it cannot be read."""
     from . import doctor_machine
     from .doctor import config_checks
 
     checks: list[DoctorCheck] = []
-    config = config_checks(config_path, checks)
-    _index_checks(config, index, checks, deep=deep)
+    try:
+        server: Any = index.describe()
+    except TansakuError as exc:
+        server = exc
+    config = config_checks(config_path, checks, None if isinstance(server, TansakuError) else _read(listed))
+    _index_checks(config, index, server, checks, deep=deep)
     doctor_machine.model_checks(config_path, index, checks, deep=deep)
     doctor_machine.device_checks(config_path, index, checks)
     return checks
 
 
-def _index_checks(config: Any, index: Any, checks: list[DoctorCheck], *, deep: bool) -> None:
+def _read(listed: Callable[[], Any] | None) -> Any:
     try:
-        server = index.describe()
-    except TansakuError as exc:
-        checks.append(check("index.server", FAIL, exc.message, exc.hint))
+        return None if listed is None else listed()
+    except TansakuError:
+        return None  # no tansaku tables yet, or an old schema: the index checks say so
+
+
+def _index_checks(config: Any, index: Any, server: Any, checks: list[DoctorCheck], *, deep: bool) -> None:
+    """``server``: what index.describe() gave, or the error it raised."""
+    if isinstance(server, TansakuError):
+        checks.append(check("index.server", FAIL, server.message, server.hint))
         return
     digits = 1 if server.round_trip_ms >= 0.095 else 2  # a Unix socket's is a few hundredths
     trip = f"round trip {server.round_trip_ms:.{digits}f} ms"

@@ -19,6 +19,9 @@ from ..render.shared import duration_words
 REFERENCE_SPEEDS = (("MiniLM-L6", 6.1), ("EmbeddingGemma-300M", 0.5))  # chunks per second
 # The default models' files (models/registry.py DEFAULTS), rounded.
 MODEL_SIZES = {"embed": "about 330 MB", "generate": "about 640 MB", "rerank": "about 640 MB"}
+# The default embedding model's vector size (EmbeddingGemma-300M): what a chunk's vector costs
+# before the model has embedded anything here (4 bytes a dimension).
+DEFAULT_EMBED_DIMS = 768
 _ROLE = re.compile(r"\bthe (embed|generate|rerank)(?:ding)? model\b")
 
 
@@ -38,8 +41,9 @@ def _embed(pending: PendingEmbed | None) -> str:
         cost = "a few KB of index per chunk"
     else:
         chunks = pending.chunks
-        size = f"{chunks} chunks"
-        cost = f"about {max(1, chunks * 4 // 1024)} MB of index at 1,024 dimensions"
+        size = f"{chunks} chunk" + ("" if chunks == 1 else "s")
+        megabytes = max(1, round(chunks * DEFAULT_EMBED_DIMS * 4 / 2**20))
+        cost = f"about {megabytes} MB of vectors at the default model's {DEFAULT_EMBED_DIMS} dimensions"
         cost += ", " + _wait(pending)
     return (
         "`tansaku embed` computes a vector for each chunk that has none, with the local embedding"
