@@ -97,11 +97,14 @@ def test_the_parts_read_together_are_those_read_one_at_a_time(indexed: str, inde
         bm25 = [pg_store.phrase_bm25(one, expression, ids, w) for expression, w in asked]
         present = [pg_store.phrase_documents(one, expression, ids) for expression in HARD]
     with backend.reading() as together:  # a fresh read block: nothing known beforehand
-        assert keyword_parts.frequencies(together, HARD) == frequencies
-        assert keyword_parts.parts(together, asked, HARD, ids) == (bm25, present)
+        assert keyword_parts.phrase_frequencies(together, HARD) == frequencies
+        assert keyword_parts.phrase_parts(together, asked, HARD, ids) == (bm25, present)
     # ... and they are FTS5's (bit for bit).
     assert bm25 == [sqlite_store.phrase_bm25(sqlite, expression, ids, w) for expression, w in asked]
     assert frequencies == {e: sqlite_store.phrase_frequency(sqlite, e) for e in HARD}
+    # SQLite's together-forms ask one at a time, with the same answers.
+    assert sqlite_store.phrase_frequencies(sqlite, HARD) == frequencies
+    assert sqlite_store.phrase_parts(sqlite, asked, HARD, ids) == (bm25, present)
     assert sum(map(len, bm25)) > 20
     sqlite.close()
 

@@ -118,11 +118,9 @@ class _Parts:
         answers each in-process, and is asked as the loop goes."""
         if backend_of(self.conn) != POSTGRES or not asked:
             return
-        from ..store.postgres import keyword_parts
-
         fresh = [expression for expression, _, _ in asked if expression not in self._df]
         if fresh:
-            self._df.update(keyword_parts.frequencies(self.conn, fresh))
+            self._df.update(store.phrase_frequencies(self.conn, fresh))
         scored: dict[tuple[str, tuple[float, ...]], None] = {}
         present: dict[str, None] = {}
         for expression, weights, role in asked:
@@ -137,7 +135,7 @@ class _Parts:
                 present[expression] = None
         if not scored and not present:
             return
-        raws, holding = keyword_parts.parts(self.conn, list(scored), list(present), self.ids)
+        raws, holding = store.phrase_parts(self.conn, list(scored), list(present), self.ids)
         for (expression, weights), raw in zip(scored, raws, strict=True):
             df = self._df[expression]
             factor = term_idf(self.n_docs, df) / fts_idf(self.n_docs, df)

@@ -257,10 +257,10 @@ def stored_keywords(conn: Any, doc_id: int) -> FtsText | None:
     return None if row is None else FtsText(row[0], row[1], row[2], row[3], row[4])
 
 
-def unindex_keywords(conn: Any, doc_id: int) -> None:
+def unindex_keywords(conn: Any, doc_id: int, stored: FtsText | None = None) -> None:
     """A document's keyword columns out of the keyword index: the contentless FTS table's row
-    removed by replaying exactly what was inserted."""
-    fts = stored_keywords(conn, doc_id)
+    removed by replaying exactly what was inserted (``stored``, when the caller has read it)."""
+    fts = stored if stored is not None else stored_keywords(conn, doc_id)
     if fts is not None:
         conn.execute(
             "INSERT INTO documents_fts (documents_fts, rowid, path, title, body, headings, options)"
@@ -283,7 +283,7 @@ def move_document(
     """Same content at a new path: the row keeps its id; its keyword columns go out of the index
     and back in with the new path."""
     old = stored_keywords(conn, doc_id)
-    routed.documents.unindex_keywords(conn, doc_id)
+    routed.documents.unindex_keywords(conn, doc_id, old)
     run(
         conn,
         "UPDATE documents SET path = ?, fts_path = ?, size = ?, mtime_ns = ?, indexed_at = ? WHERE id = ?",
@@ -528,6 +528,23 @@ def phrase_documents(conn: Any, expression: str, ids: Sequence[int]) -> set[int]
     wanted = set(ids)
     rows = conn.execute("SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?", (expression,))
     return {row[0] for row in rows if row[0] in wanted}
+
+
+def phrase_frequencies(conn: Any, expressions: Sequence[str]) -> dict[str, int]:
+    """``phrase_frequency`` of each expression (PostgreSQL reads them in one statement)."""
+    return {expression: phrase_frequency(conn, expression) for expression in dict.fromkeys(expressions)}
+
+
+def phrase_parts(
+    conn: Any,
+    scored: Sequence[tuple[str, Sequence[float]]],
+    present: Sequence[str],
+    ids: Sequence[int],
+) -> tuple[list[dict[int, float]], list[set[int]]]:
+    """``phrase_bm25`` of each (expression, weights) of ``scored`` and ``phrase_documents`` of each
+    expression of ``present``, over the documents ``ids`` (PostgreSQL: in one statement)."""
+    bm25 = [phrase_bm25(conn, expression, ids, weights) for expression, weights in scored]
+    return bm25, [phrase_documents(conn, expression, ids) for expression in present]
 
 
 def phrase_bm25(

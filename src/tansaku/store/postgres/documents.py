@@ -23,6 +23,7 @@ from . import bm25_sql
 from .bm25_sql import DOCUMENT_POSTINGS
 from .db import deferred
 from .expression import Expression, Phrase, parse
+from .keyword_parts import phrase_frequencies, phrase_parts  # noqa: F401 (the routed documents' own)
 from .tokens import Batch, column_tokens
 
 
@@ -281,8 +282,9 @@ def _places(fts: FtsText) -> tuple[dict[tuple[str, int], list[int]], list[int]]:
     return places, [len(column) for column in tokens]
 
 
-def unindex_keywords(conn: Any, doc_id: int) -> None:
-    """A document's postings taken out of its block at the next flush (its terms counted down)."""
+def unindex_keywords(conn: Any, doc_id: int, stored: FtsText | None = None) -> None:
+    """A document's postings taken out of its block at the next flush (its terms counted down).
+    Its postings say what to take out: ``stored`` (its keyword columns) is not needed here."""
     send_held(conn, renumber=True)
     batch = _batch(conn)
     if doc_id in batch.docs:

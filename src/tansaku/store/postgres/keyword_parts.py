@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import bm25_sql, documents
+from .. import routed
+from . import bm25_sql
 from .bm25_sql import DOCUMENT_POSTINGS, Sql
 from .expression import Phrase, parse
 
 
-def frequencies(conn: Any, expressions: Sequence[str]) -> dict[str, int]:
+def phrase_frequencies(conn: Any, expressions: Sequence[str]) -> dict[str, int]:
     """documents.phrase_frequency of each expression: a phrase's (nearly every one) in one
     statement, with those the read block does not know yet."""
     cache = conn.positions_cache
@@ -35,11 +36,11 @@ def frequencies(conn: Any, expressions: Sequence[str]) -> dict[str, int]:
         found.update(zip(phrases, counts, strict=True))
     for expression in expressions:
         if expression not in found:  # an expression of several phrases: counted on its own
-            found[expression] = documents.phrase_frequency(conn, expression)
+            found[expression] = routed.documents.phrase_frequency(conn, expression)
     return found
 
 
-def parts(
+def phrase_parts(
     conn: Any,
     scored: Sequence[tuple[str, Sequence[float]]],
     present: Sequence[str],
