@@ -363,7 +363,7 @@ def test_dangling_symlink(tmp_path: Path) -> None:
     (tmp_path / "dangling.txt").symlink_to(tmp_path / "nowhere.txt")
     items = run(tmp_path)
     assert found(items) == ["a.md"]
-    assert skipped(items) == [("dangling.md", "unreadable")]
+    assert skipped(items) == [("dangling.md", "symlink-broken")]
 
 
 # --- not files, unreadable --------------------------------------------------------------------
@@ -389,6 +389,24 @@ def test_directory_matching_the_masks_is_reported_and_walked(tmp_path: Path) -> 
     items = run(tmp_path)
     assert paths(items) == ["x.md", "x.md/inner.md", "y.md"]
     assert skipped(items) == [("x.md", "not-a-file")]
+
+
+@pytest.mark.parametrize(
+    ("mask", "files"),
+    [
+        ("**/*", ["docs/b.txt", "docs/deep/a.md", "top.md"]),
+        ("**", ["docs/b.txt", "docs/deep/a.md", "top.md"]),
+        ("*", ["top.md"]),
+        ("docs/*", ["docs/b.txt"]),
+    ],
+)
+def test_a_mask_that_takes_any_name_does_not_report_the_folders_it_matches(
+    tmp_path: Path, mask: str, files: list[str]
+) -> None:
+    # `--mask '**/*'` means every file: its folders are walked, not listed as skipped.
+    make(tmp_path, "docs/deep/a.md", "docs/b.txt", "top.md")
+    items = run(tmp_path, masks=[mask])
+    assert (sorted(found(items)), skipped(items)) == (files, [])
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can list a chmod 000 directory")

@@ -273,7 +273,7 @@ class MultiGetResult:
 class SkippedFile:
     path: str
     # binary | invalid-utf8 | too-large | unreadable | symlink-outside-root | symlink-loop
-    # | symlink-duplicate | not-a-file
+    # | symlink-duplicate | symlink-broken | not-a-file
     reason: str
 
 

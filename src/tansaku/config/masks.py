@@ -367,6 +367,8 @@ class MaskMatcher:
                 dirs.append(segments[:-1])
             below.extend(_below(segments))
         self._files = _Globs(files)
+        # Masks whose last part names something (``*.md``, ``README``), not any name (``*``, ``**``).
+        self._named = _Globs([segments for segments in files if segments[-1].strip("*")])
         self._dirs = _Globs(files + dirs)
         self._below = _Globs(below)
 
@@ -376,6 +378,12 @@ class MaskMatcher:
     def matches(self, rel_path: str) -> bool:
         """True when the whole of ``rel_path`` (e.g. ``notes/2024/a.md``) matches a mask."""
         return self._files.match(rel_path)
+
+    def matches_by_name(self, rel_path: str) -> bool:
+        """True when ``rel_path`` matches a mask whose last part names something (``**/*.md``
+        matches a folder ``x.md``), not only one that takes any name (``**/*`` matches every
+        folder, and a walk says nothing of them)."""
+        return self._named.match(rel_path)
 
     def matches_dir(self, rel_dir: str) -> bool:
         """True when an ignore pattern covers the directory ``rel_dir`` and so all below it.

@@ -132,7 +132,10 @@ def _walk(
             is_dir = stat.S_ISDIR(st.st_mode) if st is not None else entry.is_dir(follow_symlinks=False)
         except OSError as exc:
             if (ignore is None or not ignore.matches(rel)) and masks.matches(rel):
-                reason = "symlink-loop" if exc.errno == errno.ELOOP else "unreadable"
+                # ENOENT here is a link to nothing: the entry itself was just listed.
+                reason = {errno.ELOOP: "symlink-loop", errno.ENOENT: "symlink-broken"}.get(
+                    exc.errno, "unreadable"
+                )
                 yield SkippedFile(rel, reason)
             continue
 
@@ -165,7 +168,7 @@ def _walk(
                     if masks.may_match_below(rel) or masks.matches(rel):
                         yield SkippedFile(rel + "/", "symlink-duplicate")
                     continue
-            if masks.matches(rel):
+            if masks.matches_by_name(rel):  # a folder named like the files asked for
                 yield SkippedFile(rel, "not-a-file")
             if not masks.may_match_below(rel):
                 continue
